@@ -1,0 +1,124 @@
+"""A real HTTP server on 127.0.0.1 for tests: routes, hit log with timestamps.
+
+A route is a callable ``(handler) -> Reply`` or a static ``Reply``. Every request
+is recorded (path with query, monotonic start and end time, headers) so tests
+can assert what reached the server, and when.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Union
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: bytes | str = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    content_type: str | None = "text/html; charset=utf-8"
+    delay: float = 0.0  # before the headers
+    chunks: list[bytes] | None = None  # streamed with chunk_delay between them
+    chunk_delay: float = 0.0
+
+
+@dataclass
+class Hit:
+    path: str
+    start: float
+    end: float
+    headers: dict[str, str]
+
+
+Route = Union[Reply, Callable[["Handler"], Reply]]
+
+
+class Handler(BaseHTTPRequestHandler):
+    server: Server  # type: ignore[assignment]
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802
+        start = time.monotonic()
+        hit = Hit(self.path, start, start, {k: v for k, v in self.headers.items()})
+        route = self.server.routes.get(self.path)
+        if route is None:
+            route = self.server.routes.get(self.path.split("?", 1)[0])
+        if route is None:
+            reply = Reply(404, b"not found", content_type="text/plain")
+        elif isinstance(route, Reply):
+            reply = route
+        else:
+            reply = route(self)
+        try:
+            if reply.delay:
+                time.sleep(reply.delay)
+            body = reply.body.encode("utf-8") if isinstance(reply.body, str) else reply.body
+            self.send_response(reply.status)
+            if reply.content_type:
+                self.send_header("Content-Type", reply.content_type)
+            for name, value in reply.headers.items():
+                self.send_header(name, value)
+            if reply.chunks is not None:
+                total = sum(len(c) for c in reply.chunks)
+                self.send_header("Content-Length", str(total))
+                self.end_headers()
+                for chunk in reply.chunks:
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
+                    time.sleep(reply.chunk_delay)
+            else:
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        finally:
+            hit.end = time.monotonic()
+            with self.server.lock:
+                self.server.hits.append(hit)
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.routes: dict[str, Route] = {}
+        self.hits: list[Hit] = []
+        self.lock = threading.Lock()
+
+    @property
+    def origin(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def url(self, path: str) -> str:
+        return self.origin + path
+
+    def paths(self) -> list[str]:
+        with self.lock:
+            return [h.path for h in self.hits]
+
+    def count(self, path: str) -> int:
+        return self.paths().count(path)
+
+    def site(self, pages: dict[str, str | Reply]) -> None:
+        for path, page in pages.items():
+            self.routes[path] = page if isinstance(page, Reply) else Reply(body=page)
+
+
+def serve() -> Iterator[Server]:
+    server = Server()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,0 +1,1 @@
+"""Scrapy commands of traverse_crawl (``COMMANDS_MODULE``)."""

@@ -1,0 +1,227 @@
+"""The BFS frontier of one seed, and its manifest (SPEC §13, CONTRACT §3, §5).
+
+Hand-written because the admission rules are the design (STYLE §5).
+
+Determinism under concurrency: Traverse fetches one URL at a time, so its
+manifest is the prefix of the BFS discovery sequence. Here pages are fetched in
+parallel and their outcomes arrive in any order, but they are *committed* in
+admission order: a page's links enter the queue only when every page before it
+has been committed. The queue therefore grows exactly as in the sequential loop,
+and admitting queue entries up to ``max_pages`` admits the same URLs, in the same
+order, at the same depths — while everything already admitted is fetched at once.
+
+The state is plain data (``to_dict``/``from_dict``) so that it can be persisted
+with ``JOBDIR`` or shared by distributed workers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from traverse_crawl.core import urls
+from traverse_crawl.core.errors import FetchError
+
+
+@dataclass(frozen=True)
+class Admission:
+    """A URL the frontier wants fetched: its position, URL, depth and page id."""
+
+    index: int
+    url: str
+    depth: int
+    page_id: str
+
+
+@dataclass
+class Outcome:
+    """What happened to one admitted URL, as the spider observed it."""
+
+    fetch: dict[str, Any]  # {"snapshot": manifest view} | {"error": ...}, + warnings, ...
+    links: list[str] = field(default_factory=list)  # same-origin, fragment-less
+    offhost_final_url: str | None = None  # set when an HTML page resolved off-origin
+    source_ref: str | None = None
+
+
+class Frontier:
+    """One seed's queue, seen set and committed pages."""
+
+    def __init__(
+        self,
+        seed_id: str,
+        seed_url: str,
+        max_pages: int,
+        max_depth: int,
+        mode: str,
+    ) -> None:
+        self.seed_id = seed_id
+        self.seed_url = seed_url  # verbatim input (SPEC §13.1 step 6)
+        self.max_pages = max_pages
+        self.max_depth = max_depth
+        self.mode = mode
+        normalized = urls.normalize(seed_url)
+        self.seed_origin = urls.origin(seed_url) if normalized else ""
+        # An unparsable or non-http(s) seed stays raw; it becomes the invalid-url page.
+        self.seed_frontier_url = normalized if normalized is not None else seed_url
+        self.queue: list[tuple[str, int]] = [(self.seed_frontier_url, 0)]
+        self.seen: set[str] = {self.seed_frontier_url}
+        self.admitted = 0
+        self.pending: dict[int, Outcome] = {}
+        self.pages: list[dict[str, Any]] = []
+        self.page_notes: list[list[str]] = []  # crawl-level warnings of each page
+        self.store_warnings: dict[int, str] = {}
+        self.stop_reason: str | None = None
+
+    # -- admission -----------------------------------------------------------
+
+    @property
+    def seed_is_valid(self) -> bool:
+        return self.seed_origin != ""
+
+    def admit(self) -> list[Admission]:
+        """Hand out every queued URL that the page budget allows."""
+        out = []
+        while self.admitted < len(self.queue) and self.admitted < self.max_pages:
+            url, depth = self.queue[self.admitted]
+            out.append(Admission(self.admitted, url, depth, urls.page_id(self.seed_id, url)))
+            self.admitted += 1
+        return out
+
+    def may_follow(self, depth: int) -> bool:
+        """Links are read only from pages below the depth limit (SPEC §13.3)."""
+        return depth < self.max_depth
+
+    def page_object(self, index: int, outcome: Outcome) -> dict[str, Any]:
+        """The manifest's page object for an admitted URL (CONTRACT §3)."""
+        url, depth = self.queue[index]
+        page: dict[str, Any] = {
+            "id": urls.page_id(self.seed_id, url),
+            "url": url,
+            "depth": depth,
+            "fetch": outcome.fetch,
+        }
+        if outcome.source_ref is not None:
+            page["sourceRef"] = outcome.source_ref
+        return page
+
+    def record(self, index: int, outcome: Outcome) -> tuple[list[dict[str, Any]], list[Admission]]:
+        """Store an outcome; commit what is now in order; admit what that discovered.
+
+        Returns the newly committed page objects (in BFS order) and the new admissions.
+        """
+        if index < len(self.pages) or index >= self.admitted or index in self.pending:
+            return [], []  # a duplicate or stray outcome never changes the manifest
+        self.pending[index] = outcome
+        committed = []
+        while len(self.pages) in self.pending:
+            position = len(self.pages)
+            done = self.pending.pop(position)
+            url, depth = self.queue[position]
+            page = self.page_object(position, done)
+            notes = []
+            if done.offhost_final_url is not None:
+                notes.append(
+                    f"[depth {depth}] {url}: fetched page resolved off-host "
+                    f"({done.offhost_final_url}); its links were not followed"
+                )
+            for link in done.links:
+                if link not in self.seen:
+                    self.seen.add(link)
+                    self.queue.append((link, depth + 1))
+            self.pages.append(page)
+            self.page_notes.append(notes)
+            committed.append(page)
+        return committed, self.admit() if committed else []
+
+    # -- completion ----------------------------------------------------------
+
+    @property
+    def finished(self) -> bool:
+        """Every admitted page is committed and nothing more can be admitted."""
+        return len(self.pages) == self.admitted and (
+            self.admitted >= self.max_pages or self.admitted >= len(self.queue)
+        )
+
+    @property
+    def remaining(self) -> int:
+        """URLs discovered but not fetched (the queue left when the loop stops)."""
+        return len(self.queue) - len(self.pages)
+
+    def note_store_failure(self, index: int, message: str) -> None:
+        """SPEC §13.6: a failed store write is a page-scoped warning; the page stands."""
+        url, depth = self.queue[index]
+        self.store_warnings[index] = (
+            f"[depth {depth}] {url}: store.put failed ({message}); "
+            "page fetch result kept, snapshot not persisted"
+        )
+
+    def stop(self, reason: str) -> None:
+        """The crawl ended before this seed finished (shutdown, CLOSESPIDER_*, ...)."""
+        if not self.finished and self.stop_reason is None:
+            self.stop_reason = reason
+
+    def manifest(self) -> dict[str, Any]:
+        """Traverse's ``CrawlManifest`` (CONTRACT §3), warnings in BFS page order."""
+        warnings: list[str] = []
+        for index, page in enumerate(self.pages):
+            if index in self.store_warnings:
+                warnings.append(self.store_warnings[index])
+            prefix = f"[depth {page['depth']}] {page['url']}: "
+            warnings.extend(prefix + w for w in page["fetch"].get("warnings", ()))
+            warnings.extend(self.page_notes[index])
+        remaining = self.remaining
+        if self.stop_reason is not None:
+            warnings.append(
+                f"crawl stopped before this seed finished ({self.stop_reason}); "
+                f"{len(self.pages)} page(s) recorded, {remaining} URL(s) discovered but not recorded"
+            )
+        elif remaining > 0:
+            warnings.append(
+                f"maxPages cap ({self.max_pages}) reached; "
+                f"{remaining} further URL(s) discovered but not fetched"
+            )
+        return {
+            "seed": {"id": self.seed_id, "url": self.seed_url},
+            "mode": self.mode,
+            "pages": list(self.pages),
+            "warnings": warnings,
+            "truncated": remaining > 0,
+        }
+
+    # -- persistence ---------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seed_id": self.seed_id,
+            "seed_url": self.seed_url,
+            "max_pages": self.max_pages,
+            "max_depth": self.max_depth,
+            "mode": self.mode,
+            "queue": [list(item) for item in self.queue],
+            "admitted": self.admitted,
+            "pages": self.pages,
+            "page_notes": self.page_notes,
+            "store_warnings": {str(k): v for k, v in self.store_warnings.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Frontier:
+        frontier = cls(
+            data["seed_id"], data["seed_url"], data["max_pages"], data["max_depth"], data["mode"]
+        )
+        frontier.queue = [(url, depth) for url, depth in data["queue"]]
+        frontier.seen = {url for url, _ in frontier.queue}
+        frontier.pages = list(data["pages"])
+        frontier.page_notes = [list(n) for n in data["page_notes"]]
+        frontier.store_warnings = {int(k): v for k, v in data["store_warnings"].items()}
+        # Admitted but uncommitted pages are fetched again after a resume.
+        frontier.admitted = len(frontier.pages)
+        return frontier
+
+
+def invalid_seed_error(seed_url: str) -> FetchError:
+    """SPEC §3 ``invalid-url`` messages for a seed that cannot be fetched."""
+    parsed = urls.parse(seed_url)
+    if parsed is None:
+        return FetchError("invalid-url", f"SourceConfig.url is not a valid URL: {seed_url}")
+    return FetchError("invalid-url", f"unsupported URL protocol: {parsed.protocol}")

@@ -1,0 +1,76 @@
+"""Seeds of a crawl: ``-a url=`` or a ``-a seeds=FILE`` (CONTRACT §1)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from traverse_crawl.core.errors import ConfigError
+from traverse_crawl.core.snapshot import CONTENT_TYPES
+
+
+@dataclass(frozen=True)
+class Seed:
+    id: str
+    url: str
+    content_type: str | None = None
+
+
+def check_content_type(name: str, value: str | None) -> str | None:
+    if value in (None, ""):
+        return None
+    if value not in CONTENT_TYPES:
+        accepted = ", ".join(sorted(CONTENT_TYPES))
+        raise ConfigError(name, f"expected one of {accepted}, got {value!r}")
+    return value
+
+
+def parse_seed_line(line: str, where: str) -> Seed | None:
+    """``URL``, ``ID<TAB>URL`` or a JSON object; blank and ``#`` lines give None."""
+    text = line.strip()
+    if not text or text.startswith("#"):
+        return None
+    if text.startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError("seeds", f"{where}: invalid JSON ({exc.msg})") from None
+        if not isinstance(data, dict) or not isinstance(data.get("url"), str):
+            raise ConfigError("seeds", f"{where}: a JSON seed needs a string 'url'")
+        url = data["url"]
+        seed_id = data.get("id", url)
+        if not isinstance(seed_id, str):
+            raise ConfigError("seeds", f"{where}: 'id' must be a string")
+        hint = check_content_type(f"seeds ({where}) content_type", data.get("content_type"))
+        return Seed(seed_id, url, hint)
+    if "\t" in line.rstrip("\r\n"):
+        seed_id, url = line.rstrip("\r\n").split("\t", 1)
+        return Seed(seed_id, url.strip())
+    return Seed(text, text)
+
+
+def read_seeds(path: str) -> list[Seed]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.readlines()
+    except OSError as exc:
+        raise ConfigError("seeds", f"cannot read {path!r}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError("seeds", f"{path!r} is not UTF-8 text") from None
+    seeds = []
+    for number, line in enumerate(lines, 1):
+        seed = parse_seed_line(line, f"{path}:{number}")
+        if seed is not None:
+            seeds.append(seed)
+    if not seeds:
+        raise ConfigError("seeds", f"{path!r} holds no seed")
+    return seeds
+
+
+def check_unique(seeds: list[Seed]) -> None:
+    """Two seeds with one id would share page ids, store slots and a manifest file."""
+    seen: set[str] = set()
+    for seed in seeds:
+        if seed.id in seen:
+            raise ConfigError("seeds", f"duplicate seed id {seed.id!r}")
+        seen.add(seed.id)

@@ -1,0 +1,48 @@
+"""WHATWG URL rules of the frontier (SPEC §13.4, §13.5, §17b).
+
+Uses ada-url, a maintained WHATWG parser: ``urllib.parse.urljoin`` differs on
+empty queries, whitespace, percent-encoding and dot segments (SPEC §17b).
+"""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+import ada_url
+
+HTTP_SCHEMES = frozenset({"http:", "https:"})
+
+
+def parse(url: str, base: str | None = None) -> ada_url.URL | None:
+    """Parse ``url`` (against ``base``) or return None when it does not parse."""
+    try:
+        return ada_url.URL(url, base) if base is not None else ada_url.URL(url)
+    except (ValueError, TypeError):
+        return None
+
+
+def normalize(url: str, base: str | None = None) -> str | None:
+    """The fragment-less WHATWG href of an http(s) URL, or None."""
+    parsed = parse(url, base)
+    if parsed is None or parsed.protocol not in HTTP_SCHEMES:
+        return None
+    parsed.hash = ""
+    return str(parsed.href)
+
+
+def origin(url: str) -> str:
+    """The WHATWG origin (``scheme://host[:port]``), or ``""`` when unparsable."""
+    parsed = parse(url)
+    if parsed is None or parsed.protocol not in HTTP_SCHEMES:
+        return ""
+    return str(parsed.origin)
+
+
+def encode_uri_component(value: str) -> str:
+    """JavaScript's ``encodeURIComponent`` (SPEC §13.5)."""
+    return quote(value, safe="!~*'()")
+
+
+def page_id(seed_id: str, url: str) -> str:
+    """``encodeURIComponent(seedId) + "::" + url``: the store key of a crawl page."""
+    return f"{encode_uri_component(seed_id)}::{url}"

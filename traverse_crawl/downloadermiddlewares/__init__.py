@@ -1,0 +1,1 @@
+"""Downloader middlewares of traverse_crawl; their order is in settings.py."""

@@ -1,0 +1,102 @@
+"""Bounded, jittered retries (SPEC §7.2, CONTRACT §2). Replaces Scrapy's RetryMiddleware.
+
+Retried: network errors, timeouts, 429 and every 5xx (not 408, no other 4xx).
+``RETRY_TIMES`` is clamped to [0, 5]. Before retry k the request waits a uniform
+draw from ``[0, TRAVERSE_RETRY_BACKOFF * 2**k)``, or the ``Retry-After`` delay when
+it is not longer than ``TRAVERSE_RETRY_AFTER_MAX``. Each retry that follows adds
+the page warning ``retry n/N for URL after REASON``; when retries run out, the
+last outcome stands (the spider makes it ``http-error``, ``timeout`` or ``network``).
+
+Meta keys: ``dont_retry`` (Scrapy's; robots.txt requests use it),
+``retry_times`` (Scrapy's), ``traverse_backoff`` (seconds to wait before this
+attempt), ``traverse_retry_of`` (the attempt this one retries; the politeness
+slot lets it go without the origin's minimum delay, since it waited its backoff).
+
+Stats: Scrapy's ``retry/count``, ``retry/reason_count/*``, ``retry/max_reached``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from typing import Any
+
+from scrapy import Request
+from scrapy.crawler import Crawler
+from scrapy.downloadermiddlewares.retry import get_retry_request
+from scrapy.exceptions import DownloadTimeoutError, IgnoreRequest
+from scrapy.http import Response
+from scrapy.utils.misc import load_object
+from twisted.internet import defer
+from twisted.internet.error import TimeoutError as TxTimeoutError
+
+from traverse_crawl.config import get_config
+from traverse_crawl.core.retry import is_retryable_status, retry_wait
+
+logger = logging.getLogger(__name__)
+
+_TIMEOUTS = (DownloadTimeoutError, TxTimeoutError, defer.TimeoutError)
+
+
+class RetryMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        config = get_config(crawler)
+        self.max_retries = config.retry_times
+        self.backoff = config.retry_backoff
+        self.retry_after_max = config.retry_after_max
+        self.random = random.Random().random
+        self.network_errors = tuple(
+            load_object(x) if isinstance(x, str) else x
+            for x in crawler.settings.getlist("RETRY_EXCEPTIONS")
+        )
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RetryMiddleware:
+        return cls(crawler)
+
+    async def process_request(self, request: Request) -> None:
+        wait = request.meta.pop("traverse_backoff", 0.0)
+        if wait > 0:
+            await asyncio.sleep(wait)
+
+    def process_response(self, request: Request, response: Response) -> Request | Response:
+        if request.meta.get("dont_retry") or not is_retryable_status(response.status):
+            return response
+        retry_after = response.headers.get(b"Retry-After")
+        header = retry_after.decode("latin-1") if retry_after else None
+        return self._retry(request, f"HTTP {response.status}", header) or response
+
+    def process_exception(self, request: Request, exception: Exception) -> Request | None:
+        if request.meta.get("dont_retry") or isinstance(exception, IgnoreRequest):
+            return None
+        if isinstance(exception, _TIMEOUTS):
+            reason = "timeout"
+        elif isinstance(exception, self.network_errors) and "max size" not in str(exception):
+            reason = "network"
+        else:
+            return None
+        return self._retry(request, reason, None)
+
+    def _retry(self, request: Request, reason: str, retry_after: str | None) -> Request | None:
+        spider: Any = self.crawler.spider
+        new = get_retry_request(
+            request,
+            spider=spider,
+            reason=reason,
+            max_retry_times=self.max_retries,
+            priority_adjust=0,
+            logger=logger,
+            give_up_log_level=logging.DEBUG,
+        )
+        if new is None:
+            return None
+        attempt = new.meta["retry_times"]
+        warnings: list[str] = request.meta.setdefault("traverse_warnings", [])
+        warnings.append(f"retry {attempt}/{self.max_retries} for {request.url} after {reason}")
+        new.meta["traverse_backoff"] = retry_wait(
+            attempt, self.backoff, retry_after, self.retry_after_max, self.random
+        )
+        new.meta["traverse_retry_of"] = request.meta.get("traverse_attempt")
+        return new

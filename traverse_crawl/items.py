@@ -1,0 +1,23 @@
+"""The item of one page: exactly the manifest's page object (CONTRACT §3).
+
+``PageItem`` is a ``dict`` so feed exports write it as it is; its attributes carry
+what the pipelines need and the feed must not show (the full snapshot with body).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class PageItem(dict[str, Any]):
+    seed_key: int
+    index: int
+    snapshot: dict[str, Any] | None
+
+    def __init__(
+        self, page: dict[str, Any], seed_key: int, index: int, snapshot: dict[str, Any] | None
+    ) -> None:
+        super().__init__(page)
+        self.seed_key = seed_key
+        self.index = index
+        self.snapshot = snapshot

@@ -1,0 +1,1 @@
+"""Item pipelines of traverse_crawl."""

@@ -1,0 +1,95 @@
+"""Scrapy settings of the traverse_crawl project (CONTRACT §2).
+
+Every TRAVERSE_* setting is documented in docs/settings.md; the defaults live in
+``traverse_crawl.core.config.DEFAULTS`` and are repeated here for readers.
+"""
+
+BOT_NAME = "traverse_crawl"
+SPIDER_MODULES = ["traverse_crawl.spiders"]
+NEWSPIDER_MODULE = "traverse_crawl.spiders"
+COMMANDS_MODULE = "traverse_crawl.commands"
+
+# An honest bot name; its first product token selects the robots.txt group.
+USER_AGENT = (
+    "traverse_crawl-bot/0.1 (+https://example.invalid/traverse_crawl; "
+    "contact: set-a-real-contact@example.com)"
+)
+
+TRAVERSE_MODE = "capture"
+TRAVERSE_STORE = ".traverse/snapshots"
+TRAVERSE_MANIFEST_DIR = ".traverse/manifests"
+TRAVERSE_MAX_PAGES = 20
+TRAVERSE_MAX_DEPTH = 2
+TRAVERSE_MIN_DELAY = 1.0
+TRAVERSE_ROBOTS_POLICY = "fail-open"
+TRAVERSE_RETRY_BACKOFF = 0.25
+TRAVERSE_RETRY_AFTER_MAX = 30.0
+TRAVERSE_REVALIDATE = False
+TRAVERSE_RENDER = "never"
+TRAVERSE_RENDER_WAIT_FOR = ""
+TRAVERSE_EGRESS_GUARD = True
+TRAVERSE_EGRESS_ALLOW: list[str] = []
+
+ROBOTSTXT_OBEY = True
+RETRY_TIMES = 2
+DOWNLOAD_TIMEOUT = 15
+DOWNLOAD_MAXSIZE = 33554432
+REDIRECT_MAX_TIMES = 5
+
+# Traverse sends no cookies and follows no meta refresh.
+COOKIES_ENABLED = False
+METAREFRESH_ENABLED = False
+DEFAULT_REQUEST_HEADERS = {"Accept": "text/html,application/xhtml+xml,text/plain,*/*"}
+
+# The frontier deduplicates on WHATWG hrefs with the query verbatim; Scrapy's
+# fingerprint sorts query parameters (SPEC §17b), so every request is dont_filter.
+# Fairness between origins: the scheduler hands out requests of the origin slot
+# with the fewest active downloads, so one slow origin never starves another.
+SCHEDULER_PRIORITY_QUEUE = "scrapy.pqueues.DownloaderAwarePriorityQueue"
+CONCURRENT_REQUESTS = 16
+CONCURRENT_REQUESTS_PER_DOMAIN = 8
+
+# Downloader middlewares, in process_request order. Ours replace the built-ins
+# that do the same job (STYLE §4); process_response runs bottom-up.
+#
+#   50  ReplayMiddleware        replay mode: serve the store, no network at all
+#   90  EgressGuardMiddleware   refuse hosts that resolve to non-public addresses
+#  100  RobotsMiddleware        (replaces RobotsTxtMiddleware) Traverse's matcher
+#  350  DownloadTimeout         built-in, DOWNLOAD_TIMEOUT per attempt
+#  400  DefaultHeaders          built-in, Traverse's Accept header
+#  500  UserAgent               built-in
+#  550  RetryMiddleware         (replaces built-in) 429/5xx/network/timeout, jittered backoff
+#  590  HttpCompression         built-in; bodies are hashed after decoding
+#  600  RedirectMiddleware      (replaces built-in) manual, chain recorded, robots per hop
+#  650  RevalidateMiddleware    conditional GET from the stored snapshot
+#  950  PolitenessMiddleware    per-origin download slots, end-to-start delay
+DOWNLOADER_MIDDLEWARES = {
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
+    "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
+    "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
+    "scrapy.downloadermiddlewares.cookies.CookiesMiddleware": None,
+    "traverse_crawl.downloadermiddlewares.replay.ReplayMiddleware": 50,
+    "traverse_crawl.downloadermiddlewares.egress.EgressGuardMiddleware": 90,
+    "traverse_crawl.downloadermiddlewares.robots.RobotsMiddleware": 100,
+    "traverse_crawl.downloadermiddlewares.retry.RetryMiddleware": 550,
+    "traverse_crawl.downloadermiddlewares.redirect.RedirectMiddleware": 600,
+    "traverse_crawl.downloadermiddlewares.revalidate.RevalidateMiddleware": 650,
+    "traverse_crawl.downloadermiddlewares.politeness.PolitenessMiddleware": 950,
+}
+
+# Item pipelines: store every snapshot (capture mode), then write the manifest.
+ITEM_PIPELINES = {
+    "traverse_crawl.pipelines.snapshots.SnapshotStorePipeline": 300,
+    "traverse_crawl.pipelines.manifest.ManifestPipeline": 900,
+}
+
+# The egress guard pins the addresses it checked in this resolver, so the
+# connection goes to exactly those addresses (no DNS rebinding window).
+DNS_RESOLVER = "traverse_crawl.resolver.PinnedResolver"
+
+TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+TELNETCONSOLE_ENABLED = False
+REMOTE_CONTROL_ENABLED = False
+FEED_EXPORT_ENCODING = "utf-8"
+LOG_LEVEL = "INFO"

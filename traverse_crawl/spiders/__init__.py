@@ -1,0 +1,1 @@
+"""Spiders of the traverse_crawl project."""

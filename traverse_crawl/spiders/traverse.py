@@ -1,0 +1,224 @@
+"""The ``traverse`` spider: one deterministic same-origin BFS per seed (CONTRACT §1).
+
+Scrapy's engine is the loop: every admitted URL is a Request whose callback or
+errback turns the response into a typed page outcome; the seed's ``Frontier``
+commits outcomes in admission order and admits what they discovered.
+
+Meta keys set here (read by the middlewares and pipelines):
+- ``traverse_seed``: the seed's key in ``spider.frontiers``;
+- ``traverse_index``: the page's position in the seed's BFS order;
+- ``traverse_page_id``: the page id, the store key (SPEC §13.5);
+- ``traverse_hint``: the seed's ``content_type`` hint (seed page only);
+- ``traverse_warnings``: page warnings, appended to by the middlewares;
+- ``handle_httpstatus_all``: every status reaches the spider and becomes typed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from scrapy import Request, Spider
+from scrapy.crawler import Crawler
+from scrapy.http import Response
+from twisted.python.failure import Failure
+
+from traverse_crawl.config import get_config
+from traverse_crawl.core import seeds as seedlib
+from traverse_crawl.core import snapshot as snap
+from traverse_crawl.core import urls
+from traverse_crawl.core.errors import ConfigError, FetchError
+from traverse_crawl.core.frontier import Admission, Frontier, Outcome, invalid_seed_error
+from traverse_crawl.core.links import discover_links
+from traverse_crawl.core.sourceref import build_source_ref
+from traverse_crawl.errors import fetch_error_from_failure
+from traverse_crawl.items import PageItem
+from traverse_crawl.signals import seed_finished
+
+logger = logging.getLogger(__name__)
+
+
+class TraverseSpider(Spider):
+    name = "traverse"
+
+    def __init__(
+        self,
+        url: str | None = None,
+        seeds: str | None = None,
+        source_id: str | None = None,
+        content_type: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if (url is None) == (seeds is None):
+            raise ConfigError("url/seeds", "give exactly one of -a url=URL or -a seeds=FILE")
+        if seeds is not None:
+            if source_id is not None or content_type is not None:
+                raise ConfigError(
+                    "source_id/content_type", "apply to -a url= only; put them in the seeds file"
+                )
+            self.seeds = seedlib.read_seeds(seeds)
+        else:
+            assert url is not None
+            hint = seedlib.check_content_type("content_type", content_type)
+            self.seeds = [seedlib.Seed(url if source_id is None else source_id, url, hint)]
+        seedlib.check_unique(self.seeds)
+        self.frontiers: dict[int, Frontier] = {}
+        self._announced: set[int] = set()
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> TraverseSpider:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        spider.config = get_config(crawler)  # validates every setting before any request
+        return spider
+
+    async def start(self) -> AsyncIterator[Any]:
+        for key, seed in enumerate(self.seeds):
+            frontier = Frontier(
+                seed.id, seed.url, self.config.max_pages, self.config.max_depth, self.config.mode
+            )
+            self.frontiers[key] = frontier
+            if not frontier.seed_is_valid and frontier.max_pages > 0:
+                frontier.admit()
+                page = self._finish(
+                    key, 0, Outcome({"error": invalid_seed_error(seed.url).to_dict()})
+                )
+                for out in page:
+                    yield out
+                continue
+            for request in self._requests(key, frontier.admit()):
+                yield request
+            self._check_finished(key)
+
+    # -- requests ------------------------------------------------------------
+
+    def _requests(self, key: int, admissions: list[Admission]) -> Iterator[Request]:
+        seed = self.seeds[key]
+        for adm in admissions:
+            meta: dict[str, Any] = {
+                "traverse_seed": key,
+                "traverse_index": adm.index,
+                "traverse_page_id": adm.page_id,
+                "traverse_warnings": [],
+                "handle_httpstatus_all": True,
+                "download_slot": urls.origin(adm.url),
+            }
+            if adm.index == 0 and seed.content_type:
+                meta["traverse_hint"] = seed.content_type
+            yield Request(
+                adm.url,
+                callback=self.parse,
+                errback=self.on_error,
+                dont_filter=True,
+                meta=meta,
+                priority=-adm.index,
+            )
+
+    # -- outcomes ------------------------------------------------------------
+
+    def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
+        meta = response.meta
+        key, index = meta["traverse_seed"], meta["traverse_index"]
+        frontier = self.frontiers[key]
+        snapshot = meta.get("traverse_snapshot") or self._snapshot(response, index)
+        if isinstance(snapshot, FetchError):
+            return self._finish(key, index, self._error_outcome(snapshot, meta))
+        fetch: dict[str, Any] = {"snapshot": snap.manifest_view(snapshot)}
+        warnings = meta.get("traverse_warnings")
+        if warnings:
+            fetch["warnings"] = list(warnings)
+        if "traverse_render_escalation" in meta:
+            fetch["renderEscalation"] = meta["traverse_render_escalation"]
+        outcome = Outcome(fetch, source_ref=build_source_ref(snapshot))
+        _, depth = frontier.queue[index]
+        if snapshot["contentType"] == "html" and frontier.may_follow(depth):
+            if urls.origin(snapshot["url"]) == frontier.seed_origin:
+                outcome.links = discover_links(
+                    snapshot["body"], snapshot["url"], frontier.seed_origin
+                )
+            else:
+                outcome.offhost_final_url = snapshot["url"]
+        return self._finish(key, index, outcome, snapshot)
+
+    def _snapshot(self, response: Response, index: int) -> dict[str, Any] | FetchError:
+        status = response.status
+        if status == 304:
+            return FetchError(
+                "http-error",
+                f"unexpected 304 Not Modified from {response.url} without validators "
+                "from a matching prior snapshot",
+                304,
+            )
+        if not 200 <= status < 300:
+            return FetchError("http-error", f"HTTP {status} from {response.url}", status)
+        meta = response.meta
+        header = _header(response, b"Content-Type")
+        return snap.build_snapshot(
+            source_id=meta["traverse_page_id"],
+            url=response.url,
+            status=status,
+            content_type=snap.resolve_content_type(header, meta.get("traverse_hint")),
+            raw_body=response.body,
+            content_type_header=header,
+            redirects=meta.get("traverse_redirects"),
+            etag=_header(response, b"ETag"),
+            last_modified=_header(response, b"Last-Modified"),
+            rendered="playwright" in response.flags,
+        )
+
+    def on_error(self, failure: Failure) -> Iterator[Any]:
+        request = failure.request  # type: ignore[attr-defined]
+        meta = request.meta
+        error = fetch_error_from_failure(
+            failure, request, self.config.download_timeout, self.config.download_maxsize
+        )
+        logger.debug("page failed: %s (%s)", request.url, error.kind)
+        return self._finish(
+            meta["traverse_seed"], meta["traverse_index"], self._error_outcome(error, meta)
+        )
+
+    @staticmethod
+    def _error_outcome(error: FetchError, meta: dict[str, Any]) -> Outcome:
+        fetch: dict[str, Any] = {"error": error.to_dict()}
+        if meta.get("traverse_warnings"):
+            fetch["warnings"] = list(meta["traverse_warnings"])
+        if "traverse_render_escalation" in meta:
+            fetch["renderEscalation"] = meta["traverse_render_escalation"]
+        return Outcome(fetch)
+
+    def _finish(
+        self, key: int, index: int, outcome: Outcome, snapshot: dict[str, Any] | None = None
+    ) -> Iterator[Any]:
+        frontier = self.frontiers[key]
+        stats = self.crawler.stats
+        if stats is not None:
+            stats.inc_value("frontier/pages")
+            if "error" in outcome.fetch:
+                stats.inc_value(f"frontier/error/{outcome.fetch['error']['kind']}")
+        yield PageItem(frontier.page_object(index, outcome), key, index, snapshot)
+        _, admissions = frontier.record(index, outcome)
+        yield from self._requests(key, admissions)
+        self._check_finished(key)
+
+    def _check_finished(self, key: int) -> None:
+        frontier = self.frontiers[key]
+        if frontier.finished and key not in self._announced:
+            self._announced.add(key)
+            if frontier.remaining and self.crawler.stats is not None:
+                self.crawler.stats.inc_value("frontier/truncated")
+            if frontier.remaining:
+                logger.warning(
+                    "seed %r: maxPages cap (%d) reached; %d further URL(s) not fetched",
+                    frontier.seed_id,
+                    frontier.max_pages,
+                    frontier.remaining,
+                )
+            self.crawler.signals.send_catch_log(seed_finished, frontier=frontier, seed_key=key)
+
+
+def _header(response: Response, name: bytes) -> str | None:
+    value = response.headers.get(name)
+    if not value:
+        return None
+    return value.decode("latin-1")
