@@ -58,6 +58,7 @@ CONCURRENT_REQUESTS_PER_DOMAIN = 8
 #  350  DownloadTimeout         built-in, DOWNLOAD_TIMEOUT per attempt
 #  400  DefaultHeaders          built-in, Traverse's Accept header
 #  500  UserAgent               built-in
+#  540  RenderMiddleware        TRAVERSE_RENDER: mark or escalate pages to Chromium
 #  550  RetryMiddleware         (replaces built-in) 429/5xx/network/timeout, jittered backoff
 #  590  HttpCompression         built-in; bodies are hashed after decoding
 #  600  RedirectMiddleware      (replaces built-in) manual, chain recorded, robots per hop
@@ -72,6 +73,7 @@ DOWNLOADER_MIDDLEWARES = {
     "traverse_crawl.downloadermiddlewares.replay.ReplayMiddleware": 50,
     "traverse_crawl.downloadermiddlewares.egress.EgressGuardMiddleware": 90,
     "traverse_crawl.downloadermiddlewares.robots.RobotsMiddleware": 100,
+    "traverse_crawl.downloadermiddlewares.render.RenderMiddleware": 540,
     "traverse_crawl.downloadermiddlewares.retry.RetryMiddleware": 550,
     "traverse_crawl.downloadermiddlewares.redirect.RedirectMiddleware": 600,
     "traverse_crawl.downloadermiddlewares.revalidate.RevalidateMiddleware": 650,
@@ -83,6 +85,10 @@ ITEM_PIPELINES = {
     "traverse_crawl.pipelines.snapshots.SnapshotStorePipeline": 300,
     "traverse_crawl.pipelines.manifest.ManifestPipeline": 900,
 }
+
+# The render add-on installs scrapy-playwright's download handler only when
+# TRAVERSE_RENDER is not "never" (and not in replay), so no browser starts otherwise.
+ADDONS = {"traverse_crawl.addon.RenderAddon": 0}
 
 # The egress guard pins the addresses it checked in this resolver, so the
 # connection goes to exactly those addresses (no DNS rebinding window).

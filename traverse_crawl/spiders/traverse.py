@@ -154,17 +154,23 @@ class TraverseSpider(Spider):
             return FetchError("http-error", f"HTTP {status} from {response.url}", status)
         meta = response.meta
         header = _header(response, b"Content-Type")
+        # A rendered page is the browser's DOM serialised as UTF-8 HTML (SPEC §11).
+        rendered = "playwright" in response.flags
+        if rendered:
+            header = "text/html; charset=utf-8"
         return snap.build_snapshot(
             source_id=meta["traverse_page_id"],
             url=response.url,
             status=status,
-            content_type=snap.resolve_content_type(header, meta.get("traverse_hint")),
+            content_type="html" if rendered else snap.resolve_content_type(
+                header, meta.get("traverse_hint")
+            ),
             raw_body=response.body,
             content_type_header=header,
             redirects=meta.get("traverse_redirects"),
             etag=_header(response, b"ETag"),
             last_modified=_header(response, b"Last-Modified"),
-            rendered="playwright" in response.flags,
+            rendered=rendered,
         )
 
     def on_error(self, failure: Failure) -> Iterator[Any]:
