@@ -12,7 +12,6 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Union
 
 
 @dataclass
@@ -34,17 +33,17 @@ class Hit:
     headers: dict[str, str]
 
 
-Route = Union[Reply, Callable[["Handler"], Reply]]
+Route = Reply | Callable[["Handler"], Reply]
 
 
 class Handler(BaseHTTPRequestHandler):
     server: Server  # type: ignore[assignment]
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         start = time.monotonic()
         hit = Hit(self.path, start, start, {k: v for k, v in self.headers.items()})
         route = self.server.routes.get(self.path)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest_twisted
 
-from tests.server import Reply, Server
+from tests.server import Server
 
 
 def fixture_site(server: Server, other: str = "http://other.invalid") -> None:
@@ -14,7 +14,7 @@ def fixture_site(server: Server, other: str = "http://other.invalid") -> None:
         {
             "/home.html": f"""<html><body id=top>
                 <a href="about.html">About</a>
-                <a href="{server.url('/gear.html')}">Gear</a>
+                <a href="{server.url("/gear.html")}">Gear</a>
                 <a href="{other}/elsewhere.html">Elsewhere</a>
                 <a href="mailto:someone@example.test">Mail</a>
                 <a href="home.html#top">Top</a></body></html>""",

@@ -162,7 +162,9 @@ class TraverseConfig:
 
     @classmethod
     def from_settings(cls, settings: SettingsLike) -> TraverseConfig:
-        min_delay = max(0.0, parse_float("TRAVERSE_MIN_DELAY", _raw(settings, "TRAVERSE_MIN_DELAY")))
+        min_delay = max(
+            0.0, parse_float("TRAVERSE_MIN_DELAY", _raw(settings, "TRAVERSE_MIN_DELAY"))
+        )
         retry_times = parse_float("RETRY_TIMES", _raw(settings, "RETRY_TIMES"))
         timeout = parse_float("DOWNLOAD_TIMEOUT", _raw(settings, "DOWNLOAD_TIMEOUT"))
         if timeout <= 0:
@@ -214,7 +216,9 @@ class TraverseConfig:
                 "TRAVERSE_RENDER", _raw(settings, "TRAVERSE_RENDER"), RENDER_POLICIES
             ),
             render_wait_for=str(_raw(settings, "TRAVERSE_RENDER_WAIT_FOR") or ""),
-            egress_guard=parse_bool("TRAVERSE_EGRESS_GUARD", _raw(settings, "TRAVERSE_EGRESS_GUARD")),
+            egress_guard=parse_bool(
+                "TRAVERSE_EGRESS_GUARD", _raw(settings, "TRAVERSE_EGRESS_GUARD")
+            ),
             egress_allow=parse_origins(
                 "TRAVERSE_EGRESS_ALLOW", _raw(settings, "TRAVERSE_EGRESS_ALLOW")
             ),

@@ -155,6 +155,15 @@ class Frontier:
             "page fetch result kept, snapshot not persisted"
         )
 
+    def fail_seed(self, error: FetchError) -> dict[str, Any]:
+        """The whole seed fails before any fetch: one page, the raw seed URL (SPEC §13.1)."""
+        self.queue = [(self.seed_url, 0)]
+        self.seen = {self.seed_url}
+        self.admitted = 1
+        outcome = Outcome({"error": error.to_dict()})
+        self.record(0, outcome)
+        return self.pages[0]
+
     def stop(self, reason: str) -> None:
         """The crawl ended before this seed finished (shutdown, CLOSESPIDER_*, ...)."""
         if not self.finished and self.stop_reason is None:
@@ -173,7 +182,8 @@ class Frontier:
         if self.stop_reason is not None:
             warnings.append(
                 f"crawl stopped before this seed finished ({self.stop_reason}); "
-                f"{len(self.pages)} page(s) recorded, {remaining} URL(s) discovered but not recorded"
+                f"{len(self.pages)} page(s) recorded, "
+                f"{remaining} URL(s) discovered but not recorded"
             )
         elif remaining > 0:
             warnings.append(

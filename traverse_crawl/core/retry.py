@@ -15,7 +15,7 @@ def is_retryable_status(status: int) -> bool:
 
 def backoff_delay(attempt: int, base: float, random: Callable[[], float]) -> float:
     """Full jitter: uniform in ``[0, base * 2**attempt)`` before retry ``attempt`` (1-based)."""
-    return random() * base * (2**attempt)
+    return float(random() * base * (2**attempt))
 
 
 def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:

@@ -16,6 +16,7 @@ Meta keys set here (read by the middlewares and pipelines):
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -28,6 +29,7 @@ from traverse_crawl.config import get_config
 from traverse_crawl.core import seeds as seedlib
 from traverse_crawl.core import snapshot as snap
 from traverse_crawl.core import urls
+from traverse_crawl.core.config import TraverseConfig
 from traverse_crawl.core.errors import ConfigError, FetchError
 from traverse_crawl.core.frontier import Admission, Frontier, Outcome, invalid_seed_error
 from traverse_crawl.core.links import discover_links
@@ -41,6 +43,7 @@ logger = logging.getLogger(__name__)
 
 class TraverseSpider(Spider):
     name = "traverse"
+    config: TraverseConfig
 
     def __init__(
         self,
@@ -79,12 +82,17 @@ class TraverseSpider(Spider):
                 seed.id, seed.url, self.config.max_pages, self.config.max_depth, self.config.mode
             )
             self.frontiers[key] = frontier
+            if self.config.mode == "replay" and not os.path.isdir(self.config.store):
+                # CONTRACT §1: a crawl that ran, with one invalid-config page per seed.
+                error = FetchError("invalid-config", "mode 'replay' requires a store")
+                page = frontier.fail_seed(error)
+                yield PageItem(page, key, 0, None)
+                self._check_finished(key)
+                continue
             if not frontier.seed_is_valid and frontier.max_pages > 0:
                 frontier.admit()
-                page = self._finish(
-                    key, 0, Outcome({"error": invalid_seed_error(seed.url).to_dict()})
-                )
-                for out in page:
+                outcome = Outcome({"error": invalid_seed_error(seed.url).to_dict()})
+                for out in self._finish(key, 0, outcome):
                     yield out
                 continue
             for request in self._requests(key, frontier.admit()):
@@ -162,9 +170,9 @@ class TraverseSpider(Spider):
             source_id=meta["traverse_page_id"],
             url=response.url,
             status=status,
-            content_type="html" if rendered else snap.resolve_content_type(
-                header, meta.get("traverse_hint")
-            ),
+            content_type="html"
+            if rendered
+            else snap.resolve_content_type(header, meta.get("traverse_hint")),
             raw_body=response.body,
             content_type_header=header,
             redirects=meta.get("traverse_redirects"),
