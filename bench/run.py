@@ -1,0 +1,747 @@
+"""traverse_crawl benchmarks (docs/performance.md): throughput, politeness, replay.
+
+    .venv/bin/python bench/run.py crawl        # issue 2: traverse vs a plain Scrapy spider
+    .venv/bin/python bench/run.py politeness   # issue 3: 100 pages at TRAVERSE_MIN_DELAY=0.05
+    .venv/bin/python bench/run.py replay       # issue 4: replay pages/s beside live pages/s
+    .venv/bin/python bench/run.py all          # the three above, sharing one site and server
+    .venv/bin/python bench/run.py profile      # py-spy profiles of both spiders, hot spots
+
+Run from the repository root with the project's venv. Every crawl is a real
+``scrapy`` process (``scrapy crawl traverse`` with
+``SCRAPY_SETTINGS_MODULE=traverse_crawl.settings``; ``scrapy runspider
+bench/plain_spider.py`` from a directory outside the project) against nginx on
+127.0.0.1 serving the synthetic site of ``bench/site.py``.
+
+Per run: *crawl time* is Scrapy's ``elapsed_time_seconds`` stat (spider opened →
+spider closed, as logged), *pages* are the pages recorded (the manifest's pages
+for traverse, ``item_scraped_count`` for the plain spider), *pages/s* = pages /
+crawl time; *wall* is the whole process (interpreter start-up and imports
+included); *peak RSS* and *CPU* come from ``os.wait4`` on the crawl process
+(``ru_maxrss``, ``ru_utime + ru_stime``). Each configuration runs ``--runs``
+times (default 3) after ``--warmup`` unmeasured runs, interleaved with the
+other spider; the median is reported. Results are printed and written as JSON
+to ``bench/results/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import collections
+import datetime as dt
+import itertools
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from bench.site import (  # noqa: E402
+    DEFAULT_PAGE_BYTES,
+    DEFAULT_PAGES,
+    DEFAULT_SEED,
+    Nginx,
+    SiteInfo,
+    find_nginx,
+    generate,
+)
+
+RESULTS = REPO / "bench" / "results"
+PLAIN_SPIDER = REPO / "bench" / "plain_spider.py"
+MAX_DEPTH = 50  # far beyond the site's BFS depth (5): the page cap is what stops a crawl
+
+# Targets named by the issues.
+TARGET_SPEED_RATIO = 1.0  # traverse pages/s >= 1.0x the plain spider's (issue 2)
+TARGET_MEMORY_RATIO = 1.2  # traverse peak RSS <= 1.2x the plain spider's (issue 2)
+TARGET_POLITENESS_RATIO = 1.2  # 100 pages at 0.05 s: <= 1.2x the 5 s of delays (issue 3)
+TARGET_REPLAY_RATIO = 3.0  # replay pages/s >= 3x live pages/s (issue 4)
+
+
+def python() -> str:
+    venv = REPO / ".venv" / "bin" / "python"
+    return str(venv) if venv.exists() else sys.executable
+
+
+# -- one crawl process --------------------------------------------------------
+
+
+@dataclass
+class Run:
+    label: str
+    rc: int
+    pages: int
+    crawl_s: float  # elapsed_time_seconds: spider opened -> closed
+    wall_s: float  # the whole process
+    cpu_s: float
+    maxrss_mb: float
+    hits: int  # requests nginx logged during the run
+    finish_reason: str
+    errors: dict[str, int] = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)
+    log: str = ""
+    manifest: str = ""
+
+    @property
+    def pages_per_s(self) -> float:
+        return self.pages / self.crawl_s if self.crawl_s > 0 else 0.0
+
+    @property
+    def wall_pages_per_s(self) -> float:
+        return self.pages / self.wall_s if self.wall_s > 0 else 0.0
+
+    @property
+    def cpu_ms_per_page(self) -> float:
+        return 1000 * self.cpu_s / self.pages if self.pages else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["pages_per_s"] = round(self.pages_per_s, 1)
+        out["wall_pages_per_s"] = round(self.wall_pages_per_s, 1)
+        out["cpu_ms_per_page"] = round(self.cpu_ms_per_page, 2)
+        return out
+
+
+_STATS_KEYS = (
+    "elapsed_time_seconds",
+    "finish_reason",
+    "item_scraped_count",
+    "downloader/request_count",
+    "downloader/response_count",
+    "response_received_count",
+    "dupefilter/filtered",
+    "request_depth_max",
+    "frontier/pages",
+    "robots/fetched",
+    "robotstxt/request_count",
+    "retry/count",
+    "replay/hit",
+    "replay/miss",
+    "snapshot/stored",
+)
+
+
+def parse_stats(log: str) -> dict[str, Any]:
+    """The dict of Scrapy's final 'Dumping Scrapy stats:' log record."""
+    at = log.rfind("Dumping Scrapy stats:")
+    if at < 0:
+        return {}
+    text = log[log.index("{", at) :]
+    end = re.search(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d ", text, re.M)
+    if end:
+        text = text[: end.start()]
+    text = re.sub(r"datetime\.datetime\([^)]*\)", "None", text.strip())
+    try:
+        stats = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return {}
+    return stats if isinstance(stats, dict) else {}
+
+
+def run_process(
+    cmd: list[str], cwd: Path, env: dict[str, str], log_path: Path
+) -> tuple[int, float, Any]:
+    """Run ``cmd`` to completion; (exit code, wall seconds, its own rusage)."""
+    with log_path.open("wb") as log:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
+        # wait4 gives the rusage of this one child (RUSAGE_CHILDREN would be the
+        # maximum over every child so far).
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, wall, usage
+
+
+class Bench:
+    """A site, its nginx, a scratch directory, and the crawl runners."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.scratch = Path(tempfile.mkdtemp(prefix="traverse-bench-"))
+        site_dir = args.site_dir or self.scratch / "site"
+        t0 = time.perf_counter()
+        self.site: SiteInfo = generate(site_dir, args.pages, args.page_bytes, args.seed)
+        self.site_seconds = time.perf_counter() - t0
+        self.server: Nginx | None = None
+        self.counter = 0
+        self.seed_url = ""
+        self.origin = ""
+
+    def start_server(self) -> None:
+        self.server = Nginx(self.site.root).start()
+        self.origin = self.server.origin
+        self.seed_url = self.origin + "/index.html"
+
+    def stop_server(self) -> None:
+        if self.server is not None:
+            self.server.cleanup()
+            self.server = None
+
+    def close(self) -> None:
+        self.stop_server()
+        if not self.args.keep:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+        else:
+            print(f"kept scratch directory {self.scratch}")
+
+    def _dir(self, label: str) -> Path:
+        self.counter += 1
+        path = self.scratch / "runs" / f"{self.counter:03d}-{label}"
+        path.mkdir(parents=True)
+        return path
+
+    @staticmethod
+    def _concurrency(concurrency: int | None) -> list[str]:
+        # N means N in flight in total and for the one origin: both settings.
+        if concurrency is None:
+            return []
+        return [
+            "-s",
+            f"CONCURRENT_REQUESTS={concurrency}",
+            "-s",
+            f"CONCURRENT_REQUESTS_PER_DOMAIN={concurrency}",
+        ]
+
+    def traverse_cmd(
+        self,
+        mode: str,
+        pages: int,
+        store: Path,
+        manifests: Path,
+        min_delay: float = 0.0,
+        concurrency: int | None = None,
+    ) -> list[str]:
+        return [
+            python(), "-m", "scrapy", "crawl", "traverse", "-a", f"url={self.seed_url}",
+            "-s", f"TRAVERSE_MODE={mode}",
+            "-s", f"TRAVERSE_MIN_DELAY={min_delay}",
+            "-s", f"TRAVERSE_MAX_PAGES={pages}",
+            "-s", f"TRAVERSE_MAX_DEPTH={MAX_DEPTH}",
+            "-s", f"TRAVERSE_EGRESS_ALLOW={self.origin}",
+            "-s", f"TRAVERSE_STORE={store}",
+            "-s", f"TRAVERSE_MANIFEST_DIR={manifests}",
+            "-s", "LOG_LEVEL=INFO",
+            *self._concurrency(concurrency),
+        ]  # fmt: skip
+
+    def traverse(
+        self,
+        label: str,
+        mode: str = "live",
+        pages: int | None = None,
+        min_delay: float = 0.0,
+        concurrency: int | None = None,
+        store: Path | None = None,
+        prefix: list[str] | None = None,
+    ) -> Run:
+        work = self._dir(label)
+        pages = self.site.pages if pages is None else pages
+        store = store or work / "store"
+        manifests = work / "manifests"
+        cmd = self.traverse_cmd(mode, pages, store, manifests, min_delay, concurrency)
+        env = dict(os.environ, SCRAPY_SETTINGS_MODULE="traverse_crawl.settings")
+        run = self._run(label, (prefix or []) + cmd, REPO, env, work)
+        found = sorted(manifests.glob("*.json"))
+        if found:
+            manifest = json.loads(found[0].read_text(encoding="utf-8"))
+            run.manifest = str(found[0])
+            run.pages = len(manifest["pages"])
+            run.errors = dict(
+                collections.Counter(
+                    p["fetch"]["error"]["kind"] for p in manifest["pages"] if "error" in p["fetch"]
+                )
+            )
+        return run
+
+    def plain(
+        self,
+        label: str,
+        pages: int | None = None,
+        concurrency: int | None = None,
+        prefix: list[str] | None = None,
+    ) -> Run:
+        work = self._dir(label)
+        pages = self.site.pages if pages is None else pages
+        cmd = [
+            python(), "-m", "scrapy", "runspider", str(PLAIN_SPIDER), "-a", f"url={self.seed_url}",
+            "-s", f"DEPTH_LIMIT={MAX_DEPTH}",
+            "-s", f"CLOSESPIDER_ITEMCOUNT={pages}",
+            "-s", "LOG_LEVEL=INFO",
+            *self._concurrency(concurrency),
+        ]  # fmt: skip
+        # Outside the project: no scrapy.cfg above ``work``, no settings module.
+        env = {k: v for k, v in os.environ.items() if k != "SCRAPY_SETTINGS_MODULE"}
+        run = self._run(label, (prefix or []) + cmd, work, env, work)
+        run.pages = int(run.stats.get("item_scraped_count", 0))
+        return run
+
+    def _run(self, label: str, cmd: list[str], cwd: Path, env: dict[str, str], work: Path) -> Run:
+        since = self.server.log_offset() if self.server else 0
+        log_path = work / "crawl.log"
+        rc, wall, usage = run_process(cmd, cwd, env, log_path)
+        stats = parse_stats(log_path.read_text(encoding="utf-8", errors="replace"))
+        hits = len(self.server.hits(since)) if self.server else 0
+        return Run(
+            label=label,
+            rc=rc,
+            pages=0,
+            crawl_s=float(stats.get("elapsed_time_seconds") or 0.0),
+            wall_s=wall,
+            cpu_s=usage.ru_utime + usage.ru_stime,
+            maxrss_mb=usage.ru_maxrss / 1024,  # kilobytes on Linux
+            hits=hits,
+            finish_reason=str(stats.get("finish_reason", "")),
+            stats={k: stats[k] for k in _STATS_KEYS if k in stats},
+            log=str(log_path),
+        )
+
+    def check(self, run: Run, pages: int) -> bool:
+        ok = run.rc == 0 and run.pages == pages and not run.errors and run.crawl_s > 0
+        if not ok:
+            kept = RESULTS / "logs" / Path(run.log).parent.name
+            kept.mkdir(parents=True, exist_ok=True)
+            shutil.copy(run.log, kept / "crawl.log")
+            print(
+                f"  !! {run.label}: rc={run.rc} pages={run.pages}/{pages} errors={run.errors} "
+                f"finish={run.finish_reason!r}; log kept at {kept / 'crawl.log'}"
+            )
+        return ok
+
+
+# -- summaries ----------------------------------------------------------------
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else 0.0
+
+
+def summary(runs: list[Run]) -> dict[str, Any]:
+    return {
+        "runs": len(runs),
+        "pages": [r.pages for r in runs],
+        "pages_per_s": round(median([r.pages_per_s for r in runs]), 1),
+        "pages_per_s_all": [round(r.pages_per_s, 1) for r in runs],
+        "crawl_s": round(median([r.crawl_s for r in runs]), 3),
+        "wall_s": round(median([r.wall_s for r in runs]), 3),
+        "wall_pages_per_s": round(median([r.wall_pages_per_s for r in runs]), 1),
+        "maxrss_mb": round(median([r.maxrss_mb for r in runs]), 1),
+        "maxrss_mb_all": [round(r.maxrss_mb, 1) for r in runs],
+        "cpu_ms_per_page": round(median([r.cpu_ms_per_page for r in runs]), 2),
+        "hits": [r.hits for r in runs],
+        "valid": all(r.rc == 0 and not r.errors for r in runs),
+    }
+
+
+def line(name: str, s: dict[str, Any]) -> str:
+    return (
+        f"  {name:<34} {s['pages_per_s']:>8.1f} pages/s  (runs {s['pages_per_s_all']})  "
+        f"crawl {s['crawl_s']:.2f} s  wall {s['wall_s']:.2f} s  "
+        f"peak RSS {s['maxrss_mb']:.1f} MB  CPU {s['cpu_ms_per_page']:.2f} ms/page"
+    )
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+# -- issue 2: throughput --------------------------------------------------------
+
+
+def bench_crawl(bench: Bench) -> dict[str, Any]:
+    args = bench.args
+    pages = bench.site.pages
+    configs: list[int | None] = [None, *args.concurrency]
+    out: dict[str, Any] = {"pages": pages, "configs": {}}
+    print(f"\n== crawl: {pages} pages, {args.runs} runs each (+{args.warmup} warm-up) ==")
+    for conc in configs:
+        tag = "default" if conc is None else f"c{conc}"
+        for _ in range(args.warmup):
+            bench.traverse(f"traverse-{tag}-warmup", concurrency=conc)
+            bench.plain(f"plain-{tag}-warmup", concurrency=conc)
+        t_runs: list[Run] = []
+        p_runs: list[Run] = []
+        for i in range(args.runs):  # interleaved, so drift hits both alike
+            t = bench.traverse(f"traverse-{tag}-{i}", concurrency=conc)
+            bench.check(t, pages)
+            t_runs.append(t)
+            p = bench.plain(f"plain-{tag}-{i}", concurrency=conc)
+            bench.check(p, pages)
+            p_runs.append(p)
+        ts, ps = summary(t_runs), summary(p_runs)
+        speed = ts["pages_per_s"] / ps["pages_per_s"] if ps["pages_per_s"] else 0.0
+        memory = ts["maxrss_mb"] / ps["maxrss_mb"] if ps["maxrss_mb"] else 0.0
+        name = (
+            "project defaults (16 total, 8 per origin)"
+            if conc is None
+            else f"CONCURRENT_REQUESTS{{,_PER_DOMAIN}}={conc}"
+        )
+        print(f" {name}")
+        print(line("traverse (live)", ts))
+        print(line("plain Scrapy spider", ps))
+        print(f"  ratio traverse/plain: pages/s {speed:.2f}x, peak RSS {memory:.2f}x")
+        out["configs"][tag] = {
+            "concurrency": conc,
+            "traverse": ts,
+            "plain": ps,
+            "speed_ratio": round(speed, 3),
+            "memory_ratio": round(memory, 3),
+            "runs": [r.to_dict() for r in t_runs + p_runs],
+        }
+    main = out["configs"]["default"]
+    out["target"] = {
+        "speed_ratio_min": TARGET_SPEED_RATIO,
+        "memory_ratio_max": TARGET_MEMORY_RATIO,
+        "speed_ok": main["speed_ratio"] >= TARGET_SPEED_RATIO,
+        "memory_ok": main["memory_ratio"] <= TARGET_MEMORY_RATIO,
+    }
+    print(
+        f" target (defaults): pages/s >= {TARGET_SPEED_RATIO}x plain: "
+        f"{verdict(out['target']['speed_ok'])}; peak RSS <= {TARGET_MEMORY_RATIO}x plain: "
+        f"{verdict(out['target']['memory_ok'])}"
+    )
+    return out
+
+
+# -- issue 3: politeness ----------------------------------------------------------
+
+
+def bench_politeness(bench: Bench) -> dict[str, Any]:
+    args = bench.args
+    pages, delay = args.polite_pages, args.polite_delay
+    required = (pages - 1) * delay  # one delay between consecutive page requests
+    nominal = pages * delay  # "the 5 s that the delays alone require" (issue 3)
+    print(f"\n== politeness: {pages} pages at TRAVERSE_MIN_DELAY={delay}, {args.runs} runs ==")
+    runs: list[Run] = []
+    server_rows: list[dict[str, float]] = []
+    for i in range(args.runs):
+        assert bench.server is not None
+        since = bench.server.log_offset()
+        run = bench.traverse(f"polite-{i}", pages=pages, min_delay=delay)
+        bench.check(run, pages)
+        hits = [h for h in bench.server.hits(since) if h.uri != "/robots.txt"]
+        hits.sort(key=lambda h: h.start)
+        gaps = [b.start - a.end for a, b in itertools.pairwise(hits)]
+        overlaps = sum(1 for gap in gaps if gap < 0)
+        row = {
+            "page_hits": len(hits),
+            "server_span_s": round(hits[-1].end - hits[0].start, 3) if hits else 0.0,
+            "min_gap_s": round(min(gaps), 3) if gaps else 0.0,
+            "mean_gap_s": round(statistics.mean(gaps), 4) if gaps else 0.0,
+            "overlapping_requests": overlaps,
+        }
+        server_rows.append(row)
+        runs.append(run)
+        print(
+            f"  run {i}: crawl {run.crawl_s:.3f} s, server span {row['server_span_s']:.3f} s, "
+            f"{row['page_hits']} page hits, gaps min {row['min_gap_s']:.3f} s "
+            f"mean {row['mean_gap_s']:.4f} s, overlapping {overlaps}"
+        )
+    s = summary(runs)
+    span = median([r["server_span_s"] for r in server_rows])
+    ratio = s["crawl_s"] / nominal
+    out = {
+        "pages": pages,
+        "min_delay": delay,
+        "required_s": round(required, 3),
+        "nominal_s": nominal,
+        "crawl_s": s["crawl_s"],
+        "server_span_s": round(span, 3),
+        "ratio_to_nominal": round(ratio, 3),
+        "ratio_to_required": round(s["crawl_s"] / required, 3) if required else 0.0,
+        "summary": s,
+        "server": server_rows,
+        "runs": [r.to_dict() for r in runs],
+        "target": {"ratio_max": TARGET_POLITENESS_RATIO, "ok": ratio <= TARGET_POLITENESS_RATIO},
+    }
+    print(
+        f"  median crawl {s['crawl_s']:.3f} s = {ratio:.3f}x the {nominal:.2f} s of delays "
+        f"({out['ratio_to_required']:.3f}x the strict {required:.2f} s = {pages - 1} gaps); "
+        f"server-side span {span:.3f} s"
+    )
+    print(f" target: <= {TARGET_POLITENESS_RATIO}x: {verdict(out['target']['ok'])}")
+    return out
+
+
+# -- issue 4: replay --------------------------------------------------------------
+
+
+def _placeholder(relative: str) -> bool:
+    text = (REPO / relative).read_text(encoding="utf-8")
+    return "Placeholder while the component is built" in text
+
+
+def _pages_view(path: str) -> list[tuple[str, int, str | None]]:
+    manifest = json.loads(Path(path).read_text(encoding="utf-8"))
+    return [(p["url"], p["depth"], p.get("sourceRef")) for p in manifest["pages"]]
+
+
+def bench_replay(bench: Bench, live: dict[str, Any] | None) -> dict[str, Any]:
+    args = bench.args
+    pages = bench.site.pages
+    print(f"\n== replay: {pages} pages, {args.runs} runs each ==")
+    missing = [
+        f
+        for f in (
+            "traverse_crawl/downloadermiddlewares/replay.py",
+            "traverse_crawl/pipelines/snapshots.py",
+        )
+        if _placeholder(f)
+    ]
+    if missing:
+        print(f"  skipped: still placeholders: {', '.join(missing)}")
+        return {"skipped": f"placeholders: {missing}"}
+    if live is None:
+        for _ in range(args.warmup):
+            bench.traverse("live-warmup")
+        live_runs = [bench.traverse(f"live-{i}") for i in range(args.runs)]
+        for r in live_runs:
+            bench.check(r, pages)
+        live = summary(live_runs)
+    print(line("live", live))
+    store = bench.scratch / "capture-store"
+    captures: list[Run] = []
+    for i in range(args.runs):  # each capture into a fresh store; the last one is replayed
+        shutil.rmtree(store, ignore_errors=True)
+        run = bench.traverse(f"capture-{i}", mode="capture", store=store)
+        bench.check(run, pages)
+        captures.append(run)
+    cap = summary(captures)
+    print(line("capture", cap))
+    store_files = sum(1 for p in store.rglob("*") if p.is_file())
+    store_bytes = sum(p.stat().st_size for p in store.rglob("*") if p.is_file())
+    bench.stop_server()  # replay must not need the network (CONTRACT §5)
+    replays: list[Run] = []
+    for i in range(args.warmup + args.runs):
+        run = bench.traverse(f"replay-{i}", mode="replay", store=store)
+        bench.check(run, pages)
+        if i >= args.warmup:
+            replays.append(run)
+    rep = summary(replays)
+    print(line("replay (server stopped)", rep))
+    same = all(_pages_view(r.manifest) == _pages_view(captures[-1].manifest) for r in replays)
+    ratio = rep["pages_per_s"] / live["pages_per_s"] if live["pages_per_s"] else 0.0
+    print(
+        f"  replay/live pages/s {ratio:.2f}x; replay manifests equal the capture's "
+        f"(urls, depths, sourceRefs): {same}"
+    )
+    print(
+        f" target: replay >= {TARGET_REPLAY_RATIO}x live: {verdict(ratio >= TARGET_REPLAY_RATIO)}"
+    )
+    return {
+        "pages": pages,
+        "live": live,
+        "capture": cap,
+        "replay": rep,
+        "store_files": store_files,
+        "store_mb": round(store_bytes / 2**20, 1),
+        "replay_matches_capture": same,
+        "ratio": round(ratio, 3),
+        "runs": [r.to_dict() for r in captures + replays],
+        "target": {"ratio_min": TARGET_REPLAY_RATIO, "ok": ratio >= TARGET_REPLAY_RATIO},
+    }
+
+
+# -- profiles -----------------------------------------------------------------------
+
+
+def _frames(stack: str) -> list[tuple[str, str]]:
+    """py-spy raw frames ``func (path:line)`` -> (func, path), outermost first."""
+    out = []
+    for frame in stack.split(";"):
+        m = re.match(r"(.*) \((.*?)(?::\d+)?\)$", frame)
+        out.append((m.group(1), m.group(2)) if m else (frame, ""))
+    return out
+
+
+def _short(path: str) -> str:
+    for marker in ("site-packages/", "lib/python3", "/work/main/"):
+        if marker in path:
+            path = path.split(marker, 1)[1]
+    return path
+
+
+def aggregate(raw: Path, top: int) -> dict[str, Any]:
+    """Inclusive and self sample shares per function from a py-spy raw profile."""
+    inclusive: collections.Counter[str] = collections.Counter()
+    self_: collections.Counter[str] = collections.Counter()
+    total = 0
+    for row in raw.read_text(encoding="utf-8", errors="replace").splitlines():
+        stack, _, count = row.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        n = int(count)
+        total += n
+        names = [f"{func} ({_short(path)})" for func, path in _frames(stack)]
+        for name in set(names):
+            inclusive[name] += n
+        if names:
+            self_[names[-1]] += n
+
+    def share(counter: collections.Counter[str]) -> list[tuple[str, float]]:
+        return (
+            [(k, round(100 * v / total, 1)) for k, v in counter.most_common(top)] if total else []
+        )
+
+    return {
+        "samples": total,
+        "inclusive": share(inclusive),
+        "self": share(self_),
+        # Every function at >= 0.5 %, to compare the two spiders function by function.
+        "inclusive_all": {
+            k: round(100 * v / total, 2)
+            for k, v in inclusive.items()
+            if total and v / total >= 0.005
+        },
+    }
+
+
+def bench_profile(bench: Bench) -> dict[str, Any]:
+    args = bench.args
+    spy = shutil.which("py-spy") or str(REPO / ".venv" / "bin" / "py-spy")
+    if not Path(spy).exists():
+        raise SystemExit("py-spy is needed: .venv/bin/pip install py-spy")
+    pages = bench.site.pages
+    out: dict[str, Any] = {"pages": pages}
+    print(f"\n== profile: py-spy, {pages} pages, {args.profile_rate} samples/s ==")
+    for name in ("traverse", "plain"):
+        raw = bench.scratch / f"{name}.pyspy.txt"
+        prefix = [spy, "record", "--format", "raw", "--rate", str(args.profile_rate),
+                  "--output", str(raw), "--"]  # fmt: skip
+        if name == "traverse":
+            run = bench.traverse("profile-traverse", prefix=prefix)
+        else:
+            run = bench.plain("profile-plain", prefix=prefix)
+        bench.check(run, pages)
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        shutil.copy(raw, RESULTS / f"profile-{name}.pyspy.txt")
+        agg = aggregate(raw, args.profile_top)
+        out[name] = {"run": run.to_dict(), **agg}
+        print(f" {name}: {agg['samples']} samples, crawl {run.crawl_s:.2f} s under py-spy")
+        print("  top inclusive:")
+        for func, pct in agg["inclusive"]:
+            print(f"   {pct:5.1f}%  {func}")
+        print("  top self:")
+        for func, pct in agg["self"][: args.profile_top // 2]:
+            print(f"   {pct:5.1f}%  {func}")
+    print(f" raw profiles: {RESULTS}/profile-{{traverse,plain}}.pyspy.txt (flamegraph-ready)")
+    return out
+
+
+# -- entry point ------------------------------------------------------------------
+
+
+def environment() -> dict[str, Any]:
+    def cmd(*argv: str) -> str:
+        try:
+            done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=20)
+        except (OSError, subprocess.SubprocessError):
+            return ""
+        return (done.stdout or done.stderr).strip()  # nginx -v prints to stderr
+
+    cpu = ""
+    try:
+        for row in Path("/proc/cpuinfo").read_text().splitlines():
+            if row.startswith("model name"):
+                cpu = row.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    nginx = find_nginx()
+    return {
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "git_head": cmd("git", "rev-parse", "--short", "HEAD"),
+        "git_dirty_package_files": cmd("git", "status", "--short", "traverse_crawl").splitlines(),
+        "python": platform.python_version(),
+        "scrapy": cmd(python(), "-c", "import scrapy; print(scrapy.__version__)"),
+        "nginx": cmd(nginx, "-v") if nginx else "",
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="traverse_crawl benchmarks",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("what", choices=["crawl", "politeness", "replay", "all", "profile"])
+    parser.add_argument("--runs", type=int, default=3, help="measured runs per configuration")
+    parser.add_argument("--warmup", type=int, default=1, help="unmeasured runs first")
+    parser.add_argument("--pages", type=int, default=DEFAULT_PAGES)
+    parser.add_argument("--page-bytes", type=int, default=DEFAULT_PAGE_BYTES)
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument(
+        "--concurrency",
+        type=lambda s: [int(x) for x in s.split(",") if x],
+        default=[1, 16],
+        help="extra CONCURRENT_REQUESTS(_PER_DOMAIN) values for crawl (1,16; '' for none)",
+    )
+    parser.add_argument("--polite-pages", type=int, default=100)
+    parser.add_argument("--polite-delay", type=float, default=0.05)
+    parser.add_argument("--profile-rate", type=int, default=200)
+    parser.add_argument("--profile-top", type=int, default=40)
+    parser.add_argument("--site-dir", type=Path, default=None, help="reuse a generated site here")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    args = parser.parse_args(argv)
+    if find_nginx() is None:
+        from bench.site import INSTALL_HINT
+
+        print(INSTALL_HINT, file=sys.stderr)
+        return 2
+
+    bench = Bench(args)
+    result: dict[str, Any] = {"command": args.what, "environment": environment()}
+    result["site"] = bench.site.to_dict()
+    result["settings"] = {
+        "runs": args.runs,
+        "warmup": args.warmup,
+        "max_depth": MAX_DEPTH,
+        "crawl_time": "Scrapy's elapsed_time_seconds (spider opened -> closed)",
+    }
+    print(
+        f"site: {bench.site.pages} pages, mean {bench.site.total_bytes / bench.site.pages:.0f} "
+        f"bytes, BFS depth {bench.site.max_depth}, seed {bench.site.seed}, "
+        f"digest {bench.site.digest[:12]} ({bench.site_seconds:.1f} s)"
+    )
+    try:
+        bench.start_server()
+        print(f"nginx at {bench.origin}")
+        if args.what in ("crawl", "all"):
+            result["crawl"] = bench_crawl(bench)
+        if args.what in ("politeness", "all"):
+            if bench.server is None:
+                bench.start_server()
+            result["politeness"] = bench_politeness(bench)
+        if args.what == "profile":
+            result["profile"] = bench_profile(bench)
+        if args.what in ("replay", "all"):
+            live = None
+            if "crawl" in result:
+                live = result["crawl"]["configs"]["default"]["traverse"]
+            result["replay"] = bench_replay(bench, live)
+    finally:
+        bench.close()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    path = RESULTS / f"{args.what}-{stamp}.json"
+    text = json.dumps(result, indent=2, default=str)
+    path.write_text(text)
+    (RESULTS / f"latest-{args.what}.json").write_text(text)
+    print(f"\nresults: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
