@@ -7,19 +7,20 @@ the next starts at least ``TRAVERSE_MIN_DELAY`` after the previous one *ended*
 the slot's queue, not in a middleware, and the scheduler's
 ``DownloaderAwarePriorityQueue`` keeps one busy origin from starving the others.
 
-Exceptions: a retry right after its own failed attempt goes without the delay
-(it waited its backoff, SPEC §6); robots.txt requests use a slot of their own
-and neither wait nor count. A robots ``Crawl-delay`` honoured by the robots
+Retries: a retry goes to the head of its origin's queue and waits its backoff
+(``traverse_backoff``, from the retry middleware) instead of the delay (SPEC §6);
+no other request to the origin starts meanwhile. robots.txt requests use a slot
+of their own and neither wait nor count. A robots ``Crawl-delay`` honoured by the robots
 middleware (``traverse_origin_delay``) raises the origin's delay.
 
-Meta keys: ``download_slot`` (Scrapy's), ``traverse_attempt`` (a token per
-attempt, set here), ``traverse_retry_of``, ``traverse_origin_delay``.
+Meta keys: ``download_slot`` (Scrapy's), ``traverse_backoff`` (seconds),
+``traverse_not_before`` (set here from it), ``traverse_origin_delay``.
 Stats: ``politeness/origins``.
 """
 
 from __future__ import annotations
 
-import itertools
+from collections import deque
 from time import monotonic
 from typing import Any
 
@@ -31,8 +32,11 @@ from traverse_crawl.config import get_config
 from traverse_crawl.core import urls
 
 
+_EPSILON = 1e-6
+
+
 class _EndStamps(set[Request]):
-    """The slot's ``transferring`` set: records when and which request ended.
+    """The slot's ``transferring`` set: records when the last download ended.
 
     Scrapy's downloader removes a request from ``transferring`` and then looks
     at its queue, before any signal fires; this is the one place that sees the
@@ -46,38 +50,59 @@ class _EndStamps(set[Request]):
     def remove(self, request: Request) -> None:
         super().remove(request)
         self.slot.last_end = monotonic()
-        self.slot.last_attempt = request.meta.get("traverse_attempt")
+
+
+class _RetriesFirst(deque[tuple[Request, Any]]):
+    """The slot's queue: a retry goes to the head, as in Traverse's sequential
+    loop, where a page's retries come before any other request to its origin."""
+
+    def __init__(self, slot: PoliteSlot) -> None:
+        super().__init__()
+        self.slot = slot
+
+    def append(self, item: tuple[Request, Any]) -> None:
+        if item[0].meta.get("traverse_not_before") is None:
+            super().append(item)
+            return
+        self.appendleft(item)
+        # A wait computed for the previous head no longer applies; the
+        # downloader re-evaluates the queue right after this append.
+        if self.slot.latercall is not None:
+            self.slot.latercall.cancel()
+            self.slot.latercall = None
 
 
 class PoliteSlot(Slot):
-    """A download slot whose delay runs from the end of the previous request."""
+    """A download slot whose delay runs from the end of the previous request,
+    and whose retries wait their backoff instead of the delay."""
 
     def __init__(self, concurrency: int, delay: float) -> None:
         super().__init__(concurrency, delay, jitter=0.0)
         self.transferring = _EndStamps(self)
+        self.queue = _RetriesFirst(self)
         self.last_end = 0.0
-        self.last_attempt: Any = None
 
     def download_delay(self) -> float:
-        # The downloader waits ``returned - now + lastseen``: return the value that
-        # makes that wait ``delay - (now - last_end)``.
-        if not self.delay or not self.last_end:
-            return 0.0
-        if self.queue:
-            head = self.queue[0][0]
-            retry_of = head.meta.get("traverse_retry_of")
-            if retry_of is not None and retry_of == self.last_attempt:
-                return 0.0
-        return max(0.0, self.delay + self.last_end - self.lastseen)
+        # The downloader waits ``returned - now + lastseen`` before it dispatches
+        # the queue's head, and sets ``lastseen`` at each dispatch. A positive
+        # value also makes it dispatch one request per call.
+        not_before = self.queue[0][0].meta.get("traverse_not_before") if self.queue else None
+        if not self.delay:
+            return 0.0 if not_before is None else max(_EPSILON, not_before - self.lastseen)
+        if self.lastseen > self.last_end:
+            # A request was dispatched since the last one ended: it is in flight
+            # (it enters ``transferring`` a loop iteration later). Wait for its end.
+            return self.delay
+        if not_before is not None:
+            return max(_EPSILON, not_before - self.lastseen)  # backoff, not delay (SPEC §6)
+        return max(_EPSILON, self.delay + self.last_end - self.lastseen)
 
 
 class PolitenessMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.min_delay = get_config(crawler).min_delay
-        per_domain = crawler.settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN") or 8
-        self.concurrency = 1 if self.min_delay > 0 else per_domain
-        self.tokens = itertools.count(1)
+        self.per_domain = crawler.settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN") or 8
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PolitenessMiddleware:
@@ -85,7 +110,9 @@ class PolitenessMiddleware:
 
     def process_request(self, request: Request) -> None:
         meta = request.meta
-        meta["traverse_attempt"] = next(self.tokens)
+        backoff = meta.pop("traverse_backoff", None)
+        if backoff is not None:
+            meta["traverse_not_before"] = monotonic() + backoff
         key = meta.get("download_slot")
         if key is None:
             key = meta["download_slot"] = urls.origin(request.url)
@@ -96,13 +123,10 @@ class PolitenessMiddleware:
         slot = slots.get(key)
         if slot is None:
             delay = 0.0 if meta.get("traverse_robots") else self.min_delay
-            slots[key] = PoliteSlot(self.concurrency if delay else self._unpoliced(), delay)
+            slots[key] = PoliteSlot(1 if delay else self.per_domain, delay)
             if self.crawler.stats is not None and not meta.get("traverse_robots"):
                 self.crawler.stats.inc_value("politeness/origins")
         elif isinstance(slot, PoliteSlot) and "traverse_origin_delay" in meta:
             slot.delay = max(self.min_delay, float(meta["traverse_origin_delay"]))
             if slot.delay > 0:
                 slot.concurrency = 1
-
-    def _unpoliced(self) -> int:
-        return self.crawler.settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN") or 8

@@ -71,7 +71,7 @@ class RedirectMiddleware:
         meta = dict(request.meta)
         meta["traverse_redirects"] = [*chain, request.url]
         meta["download_slot"] = urls.origin(next_url)
-        for key in ("retry_times", "traverse_retry_of", "traverse_backoff"):
+        for key in ("retry_times", "traverse_backoff", "traverse_not_before"):
             meta.pop(key, None)
         headers = request.headers.copy()
         for name in _CONDITIONAL:

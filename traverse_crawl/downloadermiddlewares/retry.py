@@ -9,15 +9,14 @@ last outcome stands (the spider makes it ``http-error``, ``timeout`` or ``networ
 
 Meta keys: ``dont_retry`` (Scrapy's; robots.txt requests use it),
 ``retry_times`` (Scrapy's), ``traverse_backoff`` (seconds to wait before this
-attempt), ``traverse_retry_of`` (the attempt this one retries; the politeness
-slot lets it go without the origin's minimum delay, since it waited its backoff).
+attempt; the politeness middleware's origin slot does the waiting, at the head
+of the origin's queue and instead of the origin's minimum delay).
 
 Stats: Scrapy's ``retry/count``, ``retry/reason_count/*``, ``retry/max_reached``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
 from typing import Any
@@ -56,11 +55,6 @@ class RetryMiddleware:
     def from_crawler(cls, crawler: Crawler) -> RetryMiddleware:
         return cls(crawler)
 
-    async def process_request(self, request: Request) -> None:
-        wait = request.meta.pop("traverse_backoff", 0.0)
-        if wait > 0:
-            await asyncio.sleep(wait)
-
     def process_response(self, request: Request, response: Response) -> Request | Response:
         if request.meta.get("dont_retry") or not is_retryable_status(response.status):
             return response
@@ -98,5 +92,4 @@ class RetryMiddleware:
         new.meta["traverse_backoff"] = retry_wait(
             attempt, self.backoff, retry_after, self.retry_after_max, self.random
         )
-        new.meta["traverse_retry_of"] = request.meta.get("traverse_attempt")
         return new
