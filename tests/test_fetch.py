@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 
 import pytest_twisted
 
@@ -12,7 +13,7 @@ from tests.server import Reply
 def gaps(hits: list) -> list[float]:
     """Idle time at the server between the end of one request and the start of the next."""
     ordered = sorted(hits, key=lambda h: h.start)
-    return [b.start - a.end for a, b in zip(ordered, ordered[1:])]
+    return [b.start - a.end for a, b in itertools.pairwise(ordered)]
 
 
 @pytest_twisted.ensureDeferred
@@ -199,7 +200,8 @@ async def test_redirect_without_location_or_to_a_bad_scheme(server, crawl):
     }
     assert pages[2]["fetch"]["error"] == {
         "kind": "invalid-url",
-        "message": f'redirect to invalid URL "ftp://files.example.test/x" from {server.url("/ftp")}',
+        "message": 'redirect to invalid URL "ftp://files.example.test/x" from '
+        + server.url("/ftp"),
     }
     assert server.count("/ftp") == 1  # invalid-url is not retried
 
@@ -319,5 +321,5 @@ async def test_retry_waits_its_backoff_not_the_origin_delay(server, crawl):
     first, retry = (h for h in pages if h.path == "/flaky")
     assert retry.start - first.end < 0.3  # backoff only
     # Every other request to the origin still keeps the minimum delay.
-    others = [b.start - a.end for a, b in zip(pages, pages[1:]) if b is not retry]
+    others = [b.start - a.end for a, b in itertools.pairwise(pages) if b is not retry]
     assert min(others) >= 0.59, paths

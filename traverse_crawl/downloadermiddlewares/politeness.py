@@ -31,7 +31,6 @@ from scrapy.crawler import Crawler
 from traverse_crawl.config import get_config
 from traverse_crawl.core import urls
 
-
 _EPSILON = 1e-6
 
 
@@ -86,7 +85,9 @@ class PoliteSlot(Slot):
         # The downloader waits ``returned - now + lastseen`` before it dispatches
         # the queue's head, and sets ``lastseen`` at each dispatch. A positive
         # value also makes it dispatch one request per call.
-        not_before = self.queue[0][0].meta.get("traverse_not_before") if self.queue else None
+        not_before: float | None = None
+        if self.queue:
+            not_before = self.queue[0][0].meta.get("traverse_not_before")
         if not self.delay:
             return 0.0 if not_before is None else max(_EPSILON, not_before - self.lastseen)
         if self.lastseen > self.last_end:
