@@ -92,6 +92,7 @@ class Scrapyd:
     password: str
     process: subprocess.Popen[bytes] | None = None
     deployed: dict[str, Any] = field(default_factory=dict)  # addversion.json's answer
+    deployed_from: Path | None = None  # the project copy the egg was built from
 
     # -- life cycle -----------------------------------------------------------
 
@@ -290,6 +291,7 @@ class Scrapyd:
         if done.returncode != 0:
             raise AssertionError(f"scrapyd-deploy failed ({done.returncode}):\n{out}\n{err}")
         self.deployed = json.loads(out.strip().splitlines()[-1])
+        self.deployed_from = project_dir
         return self.deployed
 
     def egg_path(self, version: str) -> Path:

@@ -146,11 +146,13 @@ def test_egg_carries_code_package_data_and_settings_entry_point(scrapyd: Scrapyd
         # The deployed copy's probe: nested package data is packed.
         assert PROBE in names, sorted(names)
         assert archive.read(PROBE) == b"probe\n"
-        source = ROOT / "traverse_crawl"
-        for path in sorted(source.rglob("*")):
+        # Compared with the copy it was built from: the working tree may change meanwhile.
+        built_from = scrapyd.deployed_from
+        assert built_from is not None
+        for path in sorted((built_from / "traverse_crawl").rglob("*")):
             if not path.is_file() or "__pycache__" in path.parts or path.suffix == ".pyc":
                 continue
-            name = path.relative_to(ROOT).as_posix()
+            name = path.relative_to(built_from).as_posix()
             if path.suffix == ".py" or name.startswith("traverse_crawl/demo/site/"):
                 assert name in names, f"{name} is missing from the egg"
                 assert archive.read(name) == path.read_bytes(), f"{name} differs in the egg"
@@ -322,3 +324,20 @@ def test_refused_addresses_are_egress_denied_under_scrapyd(
         if not agent.startswith(("Python-urllib/", "python-requests/"))
     ]
     assert job_agents == [], f"a job reached scrapyd itself: {job_agents}"
+
+
+def test_relative_store_and_manifest_dirs_resolve_against_scrapyd_cwd(scrapyd: Scrapyd) -> None:
+    """The defaults are relative: a job writes them under scrapyd's working directory."""
+    with serving() as server:
+        server.site({"/only.html": "<p>one page</p>"})
+        jobid = scrapyd.schedule(
+            "traverse",
+            args={"url": server.url("/only.html"), "source_id": "relative-paths"},
+            settings={"TRAVERSE_EGRESS_ALLOW": server.origin, "TRAVERSE_MIN_DELAY": "0"},
+        )
+        scrapyd.wait(jobid)
+    assert_clean_log(scrapyd, jobid)
+    found = sorted((scrapyd.home / ".traverse" / "manifests").glob("relative-paths-*.json"))
+    assert len(found) == 1, scrapyd.job_log(jobid)
+    assert json.loads(found[0].read_text("utf-8"))["pages"][0]["url"] == server.url("/only.html")
+    assert not list((ROOT / ".traverse" / "manifests").glob("relative-paths-*.json"))
