@@ -74,3 +74,26 @@ def check_unique(seeds: list[Seed]) -> None:
         if seed.id in seen:
             raise ConfigError("seeds", f"duplicate seed id {seed.id!r}")
         seen.add(seed.id)
+
+
+def seeds_from_args(
+    url: str | None = None,
+    seeds: str | None = None,
+    source_id: str | None = None,
+    content_type: str | None = None,
+) -> list[Seed]:
+    """The seeds named by the spider's ``-a`` arguments (CONTRACT §1)."""
+    if (url is None) == (seeds is None):
+        raise ConfigError("url/seeds", "give exactly one of -a url=URL or -a seeds=FILE")
+    if seeds is not None:
+        if source_id is not None or content_type is not None:
+            raise ConfigError(
+                "source_id/content_type", "apply to -a url= only; put them in the seeds file"
+            )
+        found = read_seeds(seeds)
+    else:
+        assert url is not None
+        hint = check_content_type("content_type", content_type)
+        found = [Seed(url if source_id is None else source_id, url, hint)]
+    check_unique(found)
+    return found

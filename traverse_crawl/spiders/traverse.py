@@ -54,19 +54,7 @@ class TraverseSpider(Spider):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if (url is None) == (seeds is None):
-            raise ConfigError("url/seeds", "give exactly one of -a url=URL or -a seeds=FILE")
-        if seeds is not None:
-            if source_id is not None or content_type is not None:
-                raise ConfigError(
-                    "source_id/content_type", "apply to -a url= only; put them in the seeds file"
-                )
-            self.seeds = seedlib.read_seeds(seeds)
-        else:
-            assert url is not None
-            hint = seedlib.check_content_type("content_type", content_type)
-            self.seeds = [seedlib.Seed(url if source_id is None else source_id, url, hint)]
-        seedlib.check_unique(self.seeds)
+        self.seeds = seedlib.seeds_from_args(url, seeds, source_id, content_type)
         self.frontiers: dict[int, Frontier] = {}
         self._announced: set[int] = set()
 

@@ -1,0 +1,45 @@
+"""``scrapy crawl``, with traverse's settings and arguments checked first.
+
+An invalid setting or argument of the ``traverse`` spider stops the command
+before the crawler starts, with one line that names it and exit status 2
+(CONTRACT §1), instead of a traceback. Other spiders run exactly as with
+Scrapy's own command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from scrapy.commands.crawl import Command as ScrapyCrawlCommand
+from scrapy.exceptions import UsageError
+
+from traverse_crawl.core.config import TraverseConfig
+from traverse_crawl.core.errors import ConfigError
+from traverse_crawl.core.seeds import seeds_from_args
+
+_SPIDER_ARGS = ("url", "seeds", "source_id", "content_type")
+
+
+class Command(ScrapyCrawlCommand):
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if args and args[0] == "traverse":
+            try:
+                check(self.settings, opts.spargs)
+            except ConfigError as exc:
+                raise UsageError(str(exc), print_help=False) from None
+        super().run(args, opts)
+
+
+def check(settings: object, spargs: dict[str, str]) -> None:
+    """Everything that can be wrong before the first request, as a ConfigError."""
+    config = TraverseConfig.from_settings(settings)  # type: ignore[arg-type]
+    seeds_from_args(**{k: spargs[k] for k in _SPIDER_ARGS if k in spargs})
+    for name, path in (
+        ("TRAVERSE_MANIFEST_DIR", config.manifest_dir),
+        *((("TRAVERSE_STORE", config.store),) if config.mode == "capture" else ()),
+    ):
+        try:
+            os.makedirs(path, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(name, f"cannot create {path!r}: {exc.strerror or exc}") from None
