@@ -30,7 +30,7 @@ from traverse_crawl.core import seeds as seedlib
 from traverse_crawl.core import snapshot as snap
 from traverse_crawl.core import urls
 from traverse_crawl.core.config import TraverseConfig
-from traverse_crawl.core.errors import ConfigError, FetchError
+from traverse_crawl.core.errors import FetchError
 from traverse_crawl.core.frontier import Admission, Frontier, Outcome, invalid_seed_error
 from traverse_crawl.core.links import discover_links
 from traverse_crawl.core.sourceref import build_source_ref
