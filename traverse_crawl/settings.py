@@ -92,7 +92,7 @@ ADDONS = {"traverse_crawl.addon.RenderAddon": 0}
 
 # The egress guard pins the addresses it checked in this resolver, so the
 # connection goes to exactly those addresses (no DNS rebinding window).
-DNS_RESOLVER = "traverse_crawl.resolver.PinnedResolver"
+TWISTED_DNS_RESOLVER = "traverse_crawl.resolver.PinnedResolver"
 
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 TELNETCONSOLE_ENABLED = False

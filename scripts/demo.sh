@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The main job on a fresh machine: install, then crawl the bundled demo site
+# (served on 127.0.0.1 by this command) and replay it with the server stopped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/pip install -q -r requirements.txt
+exec .venv/bin/python -m traverse_crawl.demo "$@"

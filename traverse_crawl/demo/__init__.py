@@ -1,0 +1,1 @@
+"""The bundled demo site and the README's main job (``python -m traverse_crawl.demo``)."""
