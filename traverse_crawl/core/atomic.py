@@ -1,18 +1,31 @@
-"""Atomic file writes: temporary file, fsync, rename (CONTRACT §4).
+"""Atomic file writes: temporary file, fsync, rename, directory fsync (CONTRACT §4).
 
-A crash at any point leaves either the old file or the new one, never a part.
+A crash at any point (SIGKILL, power loss after the fsyncs) leaves either the
+old file or the new one under the final name, never a part of one. The
+temporary file lives in the target directory (a rename is atomic only within
+one filesystem) and is named ``.<name>.<random>.tmp``: it never ends in
+``.json``, so neither this project's store nor Traverse's ever reads one that a
+crash left behind (SPEC §12 reads ``*.json`` only).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-import tempfile
+import secrets
+
+TEMP_SUFFIX = ".tmp"
 
 
 def atomic_write_bytes(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically, creating the directory if needed."""
     directory = os.path.dirname(path) or "."
     os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".part", dir=directory)
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(6)}{TEMP_SUFFIX}")
+    # os.open with 0o666 lets the umask decide the mode, as Node's writeFile
+    # does; mkstemp would make every snapshot 0600 (unreadable by other users).
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(tmp, flags, 0o666)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -20,12 +33,25 @@ def atomic_write_bytes(path: str, data: bytes) -> None:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
+    _fsync_directory(directory)
 
 
 def atomic_write_text(path: str, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def _fsync_directory(directory: str) -> None:
+    """Make the rename itself durable; best effort (not every filesystem allows it)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -1,19 +1,36 @@
-"""Traverse's filesystem snapshot store (SPEC §12), readable by both implementations.
+"""Traverse's filesystem snapshot store (SPEC §12, CONTRACT §4), readable by both implementations.
 
-Layout: ``<root>/<source_dir_name(id)>/<fetchedAt with ":"→"-">-<hash[:12]>.json``.
+Layout: ``<root>/<source_dir_name(id)>/<fetchedAt with ":"→"-">-<bodyHash[:12]>.json``.
 File text: ``json.dumps(snapshot, indent=2, ensure_ascii=False)``, no final newline;
-binary bodies as ``bodyBytesBase64``, the last key. Writes are atomic.
+binary bodies as ``bodyBytesBase64``, the last key. Writes are atomic (``core.atomic``).
+
+Where Traverse's code and its docs disagree, the code is copied (SPEC §17):
+- the order is newest first by ``fetchedAt`` and then ``bodyHash``, both compared
+  with JavaScript's ``localeCompare`` (ICU root collation), not by code point;
+- ``get`` returns the newest snapshot whose hash starts with the argument, with no
+  ambiguity check, so an empty prefix returns the newest (SPEC §17.6);
+- a directory that cannot be listed reads as empty, and a file that cannot be read,
+  decoded or parsed, or that lacks the snapshot shape, is skipped silently;
+- file bytes are decoded as UTF-8 with U+FFFD, ``bodyBytesBase64`` is decoded as
+  leniently as Node's ``Buffer.from(s, "base64")``, and JSON's NaN/Infinity, which
+  ``JSON.parse`` rejects, make a file foreign;
+- ids are hashed as Node does: a lone surrogate is hashed as U+FFFD.
+
+One deliberate difference: ``put`` refuses a file name that would leave the
+source directory (a ``/`` in ``fetchedAt``), which only a hand-made file can carry.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import json
 import logging
 import os
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from traverse_crawl.core.atomic import atomic_write_text
@@ -22,99 +39,292 @@ from traverse_crawl.core.snapshot import Snapshot
 logger = logging.getLogger(__name__)
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_CANONICAL_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+_STRING_FIELDS = ("sourceId", "url", "fetchedAt", "contentType", "body", "bodyHash")
+
+
+# -- JavaScript string semantics ------------------------------------------------
+
+
+def js_string(value: str) -> str:
+    """The string JavaScript sees: surrogate pairs written as two code points join."""
+    return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
+def well_formed(value: str) -> str:
+    """``String.prototype.toWellFormed``: each lone surrogate becomes U+FFFD."""
+    return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def utf8(value: str) -> bytes:
+    """Node's UTF-8 encoding of a string (``Buffer.from``, ``hash.update``)."""
+    return well_formed(value).encode("utf-8")
+
+
+# -- names -----------------------------------------------------------------------
 
 
 def source_dir_name(source_id: str) -> str:
-    """SPEC §12: sanitise, trim ``-``, cut to 80, fall back to ``source``, add 8 hex."""
-    name = _UNSAFE.sub("-", source_id).strip("-")[:80] or "source"
-    digest = hashlib.sha256(source_id.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    """SPEC §12: sanitise, trim ``-``, cut to 80, fall back to ``source``, add 8 hex.
+
+    The trim comes before the cut, so a trailing ``-`` can survive it. After the
+    sanitising only ASCII is left, so cutting code points equals JavaScript's
+    cut of UTF-16 code units.
+    """
+    name = _UNSAFE.sub("-", js_string(source_id)).strip("-")[:80] or "source"
+    digest = hashlib.sha256(utf8(source_id)).hexdigest()[:8]
     return f"{name}-{digest}"
 
 
 def file_name(snapshot: Snapshot) -> str:
+    """``<fetchedAt with ":" → "-">-<first 12 of bodyHash>.json`` (SPEC §12)."""
     return f"{snapshot['fetchedAt'].replace(':', '-')}-{snapshot['bodyHash'][:12]}.json"
 
 
+# -- file text -------------------------------------------------------------------
+
+
 def serialize(snapshot: Snapshot) -> str:
+    """``JSON.stringify(toDiskShape(snapshot), null, 2)``, byte for byte.
+
+    ``bodyBytes`` becomes ``bodyBytesBase64``, appended last. A lone surrogate
+    (possible only in a caller's id) is escaped as ``\\udXXX`` as JavaScript's
+    well-formed ``JSON.stringify`` does; Python would otherwise write it raw and
+    the file could not be encoded as UTF-8.
+    """
     data = {key: value for key, value in snapshot.items() if key != "bodyBytes"}
-    if "bodyBytes" in snapshot:
-        data["bodyBytesBase64"] = base64.b64encode(snapshot["bodyBytes"]).decode("ascii")
-    return json.dumps(data, indent=2, ensure_ascii=False)
+    body_bytes = snapshot.get("bodyBytes")
+    if body_bytes is not None:
+        data["bodyBytesBase64"] = base64.b64encode(bytes(body_bytes)).decode("ascii")
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    if _LONE_SURROGATE.search(text):
+        text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", js_string(text))
+    return text
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"JSON.parse rejects {name}")
+
+
+def decode_base64(text: str) -> bytes:
+    """``Buffer.from(text, "base64")`` of Node: lenient, never an error.
+
+    Characters outside both base64 alphabets are skipped, decoding stops at the
+    first ``=``, and an incomplete final group yields what its bits hold.
+    """
+    if len(text) % 4 == 0 and _CANONICAL_BASE64.fullmatch(text):
+        return base64.b64decode(text)
+    out = bytearray()
+    bits = count = 0
+    for char in text:
+        if char == "=":
+            break
+        value = _BASE64_VALUES.get(char)
+        if value is None:
+            continue
+        bits = (bits << 6 | value) & 0xFFFF
+        count += 6
+        if count >= 8:
+            count -= 8
+            out.append(bits >> count & 0xFF)
+    return bytes(out)
+
+
+_BASE64_VALUES = {
+    char: index
+    for index, char in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+}
+_BASE64_VALUES.update({"-": 62, "_": 63})
 
 
 def deserialize(text: str) -> Snapshot | None:
-    """A stored snapshot, or None when the text is not one (foreign or damaged)."""
+    """A stored snapshot, or None when the text is not one (foreign or damaged).
+
+    Mirrors Traverse's ``fromDiskShape`` + ``isSnapshot``: a string
+    ``bodyBytesBase64`` becomes ``bodyBytes``; any other ``bodyBytes`` (a JSON
+    value cannot be bytes) makes the file foreign; other extra keys are kept.
+    """
     try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
+        data = json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
         return None
     if not isinstance(data, dict):
         return None
-    if "bodyBytesBase64" in data:
-        encoded = data.pop("bodyBytesBase64")
-        if not isinstance(encoded, str):
-            return None
+    encoded = data.get("bodyBytesBase64")
+    if isinstance(encoded, str):
+        del data["bodyBytesBase64"]
         try:
-            data["bodyBytes"] = base64.b64decode(encoded, validate=True)
-        except (binascii.Error, ValueError):
+            data["bodyBytes"] = decode_base64(encoded)
+        except (binascii.Error, ValueError):  # unreachable for the lenient path
             return None
-    for key in ("sourceId", "url", "fetchedAt", "contentType", "body", "bodyHash"):
+    elif "bodyBytes" in data:
+        return None
+    for key in _STRING_FIELDS:
         if not isinstance(data.get(key), str):
             return None
-    if not isinstance(data.get("status"), int) or isinstance(data.get("status"), bool):
+    status = data.get("status")
+    if isinstance(status, bool) or not isinstance(status, (int, float)):
         return None
+    if isinstance(status, float) and status.is_integer():
+        data["status"] = int(status)  # JavaScript has one number type: 200.0 is 200
     return data
 
 
-def _order_key(snapshot: Snapshot) -> tuple[str, str]:
-    return (snapshot["fetchedAt"], snapshot["bodyHash"])
+# -- order -----------------------------------------------------------------------
+
+# ICU's root collation of ASCII, as Node's ``localeCompare`` applies it (checked
+# against Node 20 / ICU 78 on random strings): these code points are ignored,
+# and the others sort in this order at the first level, where a letter's two
+# cases are equal; at the third level a lower-case letter comes first.
+_IGNORED = frozenset([*range(0x00, 0x09), *range(0x0E, 0x20), 0x7F])
+_ICU_ASCII_ORDER = (
+    "\t\n\x0b\x0c\r _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789"
+    "aAbBcCdDeEfFgGhHiIjJkKlLmMnNoOpPqQrRsStTuUvVwWxXyYzZ"
+)
+
+
+def _build_weights() -> dict[str, tuple[int, int]]:
+    weights: dict[str, tuple[int, int]] = {}
+    rank = 0
+    for char in _ICU_ASCII_ORDER:
+        if char.isupper():
+            weights[char] = (weights[char.lower()][0], 1)
+        else:
+            rank += 1
+            weights[char] = (rank, 0)
+    return weights
+
+
+_WEIGHTS = _build_weights()
+_NON_ASCII_BASE = 0x100
+
+
+@functools.lru_cache(maxsize=4096)
+def _collation_key(value: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Exact for ASCII; other characters sort after ASCII by code point (an
+    approximation: Traverse itself only writes ISO timestamps and hex hashes)."""
+    primary: list[int] = []
+    tertiary: list[int] = []
+    for char in value:
+        code = ord(char)
+        if code in _IGNORED:
+            continue
+        first, third = _WEIGHTS.get(char, (_NON_ASCII_BASE + code, 0))
+        primary.append(first)
+        tertiary.append(third)
+    return tuple(primary), tuple(tertiary)
+
+
+def locale_compare(left: str, right: str) -> int:
+    """JavaScript's ``left.localeCompare(right)`` sign, for the ``en-US`` default."""
+    a, b = _collation_key(left), _collation_key(right)
+    return (a > b) - (a < b)
+
+
+def _newest_first(a: Snapshot, b: Snapshot) -> int:
+    # Traverse's comparator, verbatim: equal fetchedAt strings fall to the hash.
+    if a["fetchedAt"] == b["fetchedAt"]:
+        return locale_compare(b["bodyHash"], a["bodyHash"])
+    return locale_compare(b["fetchedAt"], a["fetchedAt"])
+
+
+def sort_newest_first(snapshots: list[Snapshot]) -> list[Snapshot]:
+    return sorted(snapshots, key=functools.cmp_to_key(_newest_first))
+
+
+# -- the store -------------------------------------------------------------------
 
 
 class FilesystemSnapshotStore:
     """put / latest / get / list, with Traverse's newest-first order."""
 
     def __init__(self, root: str) -> None:
-        self.root = root
+        self.root = os.path.abspath(root)  # Traverse resolves the root once, too
+
+    def exists(self) -> bool:
+        return os.path.isdir(self.root)
 
     def directory(self, source_id: str) -> str:
         return os.path.join(self.root, source_dir_name(source_id))
 
+    def path(self, snapshot: Snapshot) -> str:
+        name = file_name(snapshot)
+        if "/" in name or "\\" in name or "\x00" in name or os.sep in name:
+            raise ValueError(f"snapshot file name would leave its directory: {name!r}")
+        return os.path.join(self.directory(snapshot["sourceId"]), name)
+
     def put(self, snapshot: Snapshot) -> str:
-        """Write atomically; the same fetchedAt and hash prefix overwrite (SPEC §12)."""
-        path = os.path.join(self.directory(snapshot["sourceId"]), file_name(snapshot))
+        """Write atomically and return the path. The same ``fetchedAt`` and hash
+        prefix overwrite the file, as a 304's re-put does (SPEC §12, §13.6)."""
+        path = self.path(snapshot)
         atomic_write_text(path, serialize(snapshot))
         return path
 
     def list(self, source_id: str) -> list[Snapshot]:
-        directory = self.directory(source_id)
-        try:
-            names = os.listdir(directory)
-        except FileNotFoundError:
-            return []
-        snapshots = []
-        for name in names:
-            if not name.endswith(".json"):
-                continue
-            try:
-                with open(os.path.join(directory, name), encoding="utf-8") as handle:
-                    text = handle.read()
-            except (OSError, UnicodeDecodeError):
-                continue
-            parsed = deserialize(text)
-            if parsed is not None:
-                snapshots.append(parsed)
-        snapshots.sort(key=_order_key, reverse=True)
-        return snapshots
+        """Every readable snapshot of ``source_id``, newest first.
+
+        The ``sourceId`` inside a file is not compared with ``source_id`` (SPEC §12).
+        """
+        return sort_newest_first(list(_read_directory(self.directory(source_id))))
 
     def latest(self, source_id: str) -> Snapshot | None:
         found = self.list(source_id)
         return found[0] if found else None
 
     def get(self, source_id: str, hash_or_prefix: str) -> Snapshot | None:
+        """The newest snapshot whose hash starts with ``hash_or_prefix`` (SPEC §17.6)."""
         for snapshot in self.list(source_id):
             if snapshot["bodyHash"].startswith(hash_or_prefix):
                 return snapshot
         return None
 
-    def exists(self) -> bool:
-        return os.path.isdir(self.root)
+    def find(self, source_id: str, body_hash: str, fetched_at: str) -> Snapshot | None:
+        """The snapshot a ``sourceRef`` names: its exact hash and ``fetchedAt``.
+
+        ``get`` alone would answer with the newest capture of the same body.
+        """
+        for snapshot in self.list(source_id):
+            if snapshot["bodyHash"] == body_hash and snapshot["fetchedAt"] == fetched_at:
+                return snapshot
+        return None
+
+    def walk(self, seed_id_prefix: str = "") -> Iterator[Snapshot]:
+        """Every readable snapshot in the store, directory by directory.
+
+        With ``seed_id_prefix``, only the directories whose names an id that
+        starts with it can have: the sanitised prefix, trimmed, is a prefix of
+        the sanitised id (runs of unsafe characters stay one ``-`` across the
+        join), and the cut at 80 keeps that true. The caller still checks the
+        ``sourceId`` inside each snapshot.
+        """
+        name_prefix = _UNSAFE.sub("-", js_string(seed_id_prefix)).strip("-")[:80]
+        try:
+            names = sorted(os.listdir(self.root))
+        except OSError:
+            return
+        for name in names:
+            directory = os.path.join(self.root, name)
+            if name.startswith(name_prefix) and os.path.isdir(directory):
+                yield from _read_directory(directory)
+
+
+def _read_directory(directory: str) -> Iterator[Snapshot]:
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return  # Traverse: a directory that cannot be read holds nothing
+    for name in names:
+        if not name.endswith(".json"):
+            continue
+        try:
+            with open(os.path.join(directory, name), "rb") as handle:
+                raw = handle.read()
+        except OSError:
+            continue
+        # Node's readFile(..., "utf8") replaces invalid bytes rather than failing.
+        parsed = deserialize(raw.decode("utf-8", "replace"))
+        if parsed is None:
+            logger.debug("skipping %s: not a snapshot", os.path.join(directory, name))
+            continue
+        yield parsed
