@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import itertools
 import socket
 import time
@@ -231,8 +232,11 @@ async def test_redirect_hop_carries_the_new_origins_warning(
     assert result.manifest["pages"][0]["fetch"]["snapshot"]["url"] == server2.url("/ok")
 
 
+@pytest.mark.parametrize("maxsize", [None, 100 * 1024])
 @pytest_twisted.ensureDeferred
-async def test_only_the_first_500_kib_of_robots_are_read(server: Server, crawl: Any) -> None:
+async def test_only_the_first_500_kib_of_robots_are_read(
+    server: Server, crawl: Any, maxsize: int | None
+) -> None:
     head = b"User-agent: *\nDisallow: /early\n"
     body = head + b"#" * (520 * 1024) + b"\nDisallow: /late\n"
     body += b"#" * (600 * 1024 - len(body))
@@ -243,7 +247,10 @@ async def test_only_the_first_500_kib_of_robots_are_read(server: Server, crawl: 
     server.site(
         {"/index.html": '<a href="/early">e</a><a href="/late">l</a>', "/early": "e", "/late": "l"}
     )
-    result = await crawl(settings=OBEY, url=server.url("/index.html"))
+    # A DOWNLOAD_MAXSIZE below the robots.txt size does not make it unreachable.
+    settings = {**OBEY, **({"DOWNLOAD_MAXSIZE": maxsize} if maxsize else {})}
+    result = await crawl(settings=settings, url=server.url("/index.html"))
+    assert result.manifest["warnings"] == []
     assert [outcome(p) for p in result.manifest["pages"]] == [
         "snapshot",
         "robots-denied",
@@ -298,3 +305,52 @@ async def test_robotstxt_obey_false_never_requests_robots(server: Server, crawl:
     )
     assert outcome(result.manifest["pages"][0]) == "snapshot"
     assert server.paths() == ["/index.html"]
+
+
+@pytest_twisted.ensureDeferred
+async def test_compressed_robots_cannot_inflate_past_download_maxsize(
+    server: Server, crawl: Any
+) -> None:
+    bomb = gzip.compress(b"User-agent: *\nDisallow: /\n" + b"#" * (8 * 1024 * 1024))
+    assert len(bomb) < 100 * 1024
+    server.routes["/robots.txt"] = Reply(
+        body=bomb, content_type="text/plain", headers={"Content-Encoding": "gzip"}
+    )
+    server.site({"/index.html": "home"})
+    seed = server.url("/index.html")
+    result = await crawl(settings={**OBEY, "DOWNLOAD_MAXSIZE": 1024 * 1024}, url=seed)
+    warning = f"robots.txt for {server.origin} unreachable (network); {FAIL_OPEN}"
+    assert result.manifest["warnings"] == [f"[depth 0] {seed}: {warning}"]
+    assert outcome(result.manifest["pages"][0]) == "snapshot"
+
+
+@pytest_twisted.ensureDeferred
+async def test_compressed_robots_is_parsed(server: Server, crawl: Any) -> None:
+    body = gzip.compress(b"User-agent: *\nDisallow: /private\n")
+    server.routes["/robots.txt"] = Reply(
+        body=body, content_type="text/plain", headers={"Content-Encoding": "gzip"}
+    )
+    server.site({"/private": "secret"})
+    result = await crawl(settings=OBEY, url=server.url("/private"))
+    assert result.manifest["pages"][0]["fetch"] == {"error": denied(server.url("/private"))}
+    assert server.count("/private") == 0
+
+
+@pytest_twisted.ensureDeferred
+async def test_crawl_delay_does_not_follow_a_redirect_to_another_origin(
+    server: Server, server2: Server, crawl: Any
+) -> None:
+    server.routes["/robots.txt"] = robots("User-agent: *\nCrawl-delay: 60\n")
+    server2.routes["/robots.txt"] = robots("", 404)
+    server.routes["/go"] = Reply(302, headers={"Location": server2.url("/hop")})
+    server2.routes["/hop"] = Reply(302, headers={"Location": "/final"})
+    server2.site({"/final": "done"})
+    settings = {
+        **OBEY,
+        "TRAVERSE_ROBOTS_MATCHER": "rfc9309",
+        "TRAVERSE_ROBOTS_CRAWL_DELAY_MAX": 1.0,
+    }
+    result = await crawl(settings=settings, url=server.url("/go"))
+    assert result.manifest["pages"][0]["fetch"]["snapshot"]["url"] == server2.url("/final")
+    hop, final = (h for h in server2.hits if h.path != "/robots.txt")
+    assert final.start - hop.end < 0.5

@@ -85,10 +85,12 @@ class RobotsMiddleware:
                 FetchError("robots-denied", f"robots.txt disallows {self.token} from {request.url}")
             )
         delay = rules.crawl_delay
-        if delay is not None:
-            delay = min(delay, self.crawl_delay_max)
-            if delay > self.min_delay:
-                request.meta["traverse_origin_delay"] = delay
+        if delay is not None and min(delay, self.crawl_delay_max) > self.min_delay:
+            request.meta["traverse_origin_delay"] = min(delay, self.crawl_delay_max)
+        else:
+            # A redirect hop carries the previous hop's meta: another origin's
+            # Crawl-delay must not slow this one.
+            request.meta.pop("traverse_origin_delay", None)
 
     async def _rules_for(self, origin: str, request: Request) -> robots.RobotsRules:
         cached = self.rules.get(origin)
@@ -120,8 +122,8 @@ class RobotsMiddleware:
                 "dont_redirect": True,
                 "handle_httpstatus_all": True,
                 "download_slot": "robots " + origin,
-                # The 500 KiB cut (bytes_received) bounds the body; DOWNLOAD_MAXSIZE
-                # must not turn a large robots.txt into an unreachable one.
+                # The 500 KiB cut (bytes_received), not DOWNLOAD_MAXSIZE, ends the
+                # transfer: a large robots.txt is read in part, not unreachable.
                 "download_maxsize": 0,
             },
             dont_filter=True,
@@ -160,6 +162,11 @@ class RobotsMiddleware:
         key = id(request)
         if key not in self.received or not request.meta.get("traverse_robots"):
             return
+        if not self.received[key]:
+            # The handler read the unbounded size when the body began; restore the
+            # bound for HttpCompression, which reads the same key afterwards, so
+            # a compressed robots.txt cannot inflate past DOWNLOAD_MAXSIZE.
+            request.meta["download_maxsize"] = self.download_maxsize
         self.received[key] += len(data)
         if self.received[key] >= robots.MAX_ROBOTS_BYTES:
             raise StopDownload(fail=False)
