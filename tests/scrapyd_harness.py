@@ -292,6 +292,9 @@ class Scrapyd:
             raise AssertionError(f"scrapyd-deploy failed ({done.returncode}):\n{out}\n{err}")
         self.deployed = json.loads(out.strip().splitlines()[-1])
         self.deployed_from = project_dir
+        # scrapyd-deploy exits 0 even when scrapyd could not load the egg.
+        if self.deployed.get("status") != "ok":
+            raise AssertionError(f"scrapyd refused the egg:\n{self.deployed}\n{err}")
         return self.deployed
 
     def egg_path(self, version: str) -> Path:

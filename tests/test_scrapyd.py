@@ -134,6 +134,7 @@ def test_deploy_answer_spiders_and_auth(scrapyd: Scrapyd) -> None:
     # Basic authentication is on: nothing is served without credentials.
     assert scrapyd.status_code("daemonstatus.json", auth=False) == 401
     assert scrapyd.status_code("listprojects.json", auth=False) == 401
+    assert scrapyd.status_code("logs/", auth=False) == 401
     assert scrapyd.status_code("daemonstatus.json", auth=True) == 200
 
 
