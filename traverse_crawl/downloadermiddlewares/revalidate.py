@@ -1,9 +1,134 @@
-"""Placeholder while the component is built; disabled."""
+"""Conditional GET with the stored snapshot's validators (SPEC §10, CONTRACT §2).
 
+Enabled by ``TRAVERSE_REVALIDATE = True`` in ``live`` and ``capture`` modes
+(``replay`` never fetches); reads validators from ``TRAVERSE_STORE``, never
+writes (the snapshot pipeline re-puts a 304 in capture mode, SPEC §13.6).
+
+Per page, the prior is the page id's latest snapshot, looked up once (in a
+thread). Per hop — the first request, each redirect hop, each retry — the
+validators are sent only when the prior's URL *is* this hop's URL (WHATWG href,
+fragment removed, query verbatim): the hop's conditional headers are replaced
+by ``If-None-Match: <etag>`` and/or ``If-Modified-Since: <lastModified>``, as
+stored, verbatim. They never cross a redirect to another URL.
+
+A 304 to a hop that carried the prior's validators is the prior, byte for byte
+(same ``fetchedAt``, hash, body), flagged ``fromCache`` and ``notModified``; it
+is put in ``request.meta["traverse_snapshot"]`` for the spider. This runs at
+650, before the redirect middleware (600) sees the response. Any other 304 is
+left alone, and the spider records ``http-error`` 304 ("unexpected 304").
+A rendered attempt (``meta["playwright"]``) is never conditional. A lookup that
+raises adds the page warning ``revalidate: prior-snapshot lookup failed (...);
+fetching unconditionally``.
+
+Meta keys: ``traverse_page_id`` (read), ``playwright`` (read),
+``traverse_revalidate_prior`` (the prior snapshot, or None: looked up once per
+page), ``traverse_revalidate_sent`` (the URL of the hop that carried the
+validators), ``traverse_snapshot`` (set on a trusted 304), ``traverse_warnings``.
+Stats: ``revalidate/conditional`` (requests sent with validators),
+``revalidate/not_modified`` (trusted 304s).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from scrapy import Request
+from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.threads import deferToThread
+
+from traverse_crawl.config import get_config
+from traverse_crawl.core import urls
+from traverse_crawl.core.snapshot import Snapshot, with_flags
+from traverse_crawl.core.store import FilesystemSnapshotStore
+
+logger = logging.getLogger(__name__)
+
+PRIOR = "traverse_revalidate_prior"
+SENT = "traverse_revalidate_sent"
+_CONDITIONAL = (b"If-None-Match", b"If-Modified-Since")
+
+
+def request_identity(url: object) -> str | None:
+    """Traverse's ``requestUrlIdentity``: the WHATWG href without its fragment."""
+    if not isinstance(url, str):
+        return None
+    parsed = urls.parse(url)
+    if parsed is None:
+        return None
+    parsed.hash = ""
+    return str(parsed.href)
 
 
 class RevalidateMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        config = get_config(crawler)
+        if not config.revalidate:
+            raise NotConfigured
+        if config.mode == "replay":
+            raise NotConfigured  # replay makes no request to revalidate
+        self.crawler = crawler
+        self.store = FilesystemSnapshotStore(config.store)
+
     @classmethod
-    def from_crawler(cls, crawler):  # type: ignore[no-untyped-def]
-        raise NotConfigured
+    def from_crawler(cls, crawler: Crawler) -> RevalidateMiddleware:
+        return cls(crawler)
+
+    async def process_request(self, request: Request) -> None:
+        meta = request.meta
+        page_id = meta.get("traverse_page_id")
+        # The previous hop's decision never carries over to this one.
+        meta.pop(SENT, None)
+        if not isinstance(page_id, str) or meta.get("playwright"):
+            return
+        if PRIOR not in meta:
+            meta[PRIOR] = await self._lookup(page_id, meta)
+        prior: Snapshot | None = meta[PRIOR]
+        if prior is None:
+            return
+        hop = request_identity(request.url)
+        if hop is None or hop != request_identity(prior.get("url")):
+            return
+        for name in _CONDITIONAL:
+            request.headers.pop(name, None)
+        sent = False
+        for name, field in ((b"If-None-Match", "etag"), (b"If-Modified-Since", "lastModified")):
+            value = prior.get(field)
+            if value:  # JavaScript truthiness: absent or "" sends nothing
+                request.headers[name] = str(value)
+                sent = True
+        if sent:
+            meta[SENT] = request.url
+            self._inc("revalidate/conditional")
+            logger.debug("conditional GET %s", request.url)
+
+    async def _lookup(self, page_id: str, meta: dict[str, Any]) -> Snapshot | None:
+        try:
+            prior: Snapshot | None = await maybe_deferred_to_future(
+                deferToThread(self.store.latest, page_id)
+            )
+        except Exception as exc:  # the I/O edge: fetch unconditionally (SPEC §10)
+            warnings: list[str] = meta.setdefault("traverse_warnings", [])
+            warnings.append(
+                f"revalidate: prior-snapshot lookup failed ({exc}); fetching unconditionally"
+            )
+            return None
+        return prior
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        meta = request.meta
+        if response.status != 304 or meta.get(SENT) != request.url:
+            return response
+        prior: Snapshot | None = meta.get(PRIOR)
+        if prior is None:
+            return response
+        meta["traverse_snapshot"] = with_flags(prior, fromCache=True, notModified=True)
+        self._inc("revalidate/not_modified")
+        return response
+
+    def _inc(self, key: str) -> None:
+        if self.crawler.stats is not None:
+            self.crawler.stats.inc_value(key)
