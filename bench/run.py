@@ -88,6 +88,7 @@ class Run:
     maxrss_mb: float
     hits: int  # requests nginx logged during the run
     finish_reason: str
+    load_before: float = 0.0  # 1-minute load average: the machine is shared
     errors: dict[str, int] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)
     log: str = ""
@@ -102,6 +103,11 @@ class Run:
         return self.pages / self.wall_s if self.wall_s > 0 else 0.0
 
     @property
+    def cpu_pages_per_s(self) -> float:
+        """Pages per second of the crawler's own CPU: robust to other load."""
+        return self.pages / self.cpu_s if self.cpu_s > 0 else 0.0
+
+    @property
     def cpu_ms_per_page(self) -> float:
         return 1000 * self.cpu_s / self.pages if self.pages else 0.0
 
@@ -110,6 +116,7 @@ class Run:
         out["pages_per_s"] = round(self.pages_per_s, 1)
         out["wall_pages_per_s"] = round(self.wall_pages_per_s, 1)
         out["cpu_ms_per_page"] = round(self.cpu_ms_per_page, 2)
+        out["cpu_pages_per_s"] = round(self.cpu_pages_per_s, 1)
         return out
 
 
@@ -234,6 +241,7 @@ class Bench:
             "-s", f"TRAVERSE_MANIFEST_DIR={manifests}",
             "-s", "LOG_LEVEL=INFO",
             *self._concurrency(concurrency),
+            *(arg for setting in self.args.set for arg in ("-s", setting)),
         ]  # fmt: skip
 
     def traverse(
@@ -290,6 +298,7 @@ class Bench:
     def _run(self, label: str, cmd: list[str], cwd: Path, env: dict[str, str], work: Path) -> Run:
         since = self.server.log_offset() if self.server else 0
         log_path = work / "crawl.log"
+        load = os.getloadavg()[0]
         rc, wall, usage = run_process(cmd, cwd, env, log_path)
         stats = parse_stats(log_path.read_text(encoding="utf-8", errors="replace"))
         hits = len(self.server.hits(since)) if self.server else 0
@@ -305,6 +314,7 @@ class Bench:
             finish_reason=str(stats.get("finish_reason", "")),
             stats={k: stats[k] for k in _STATS_KEYS if k in stats},
             log=str(log_path),
+            load_before=round(load, 2),
         )
 
     def check(self, run: Run, pages: int) -> bool:
@@ -339,6 +349,8 @@ def summary(runs: list[Run]) -> dict[str, Any]:
         "maxrss_mb": round(median([r.maxrss_mb for r in runs]), 1),
         "maxrss_mb_all": [round(r.maxrss_mb, 1) for r in runs],
         "cpu_ms_per_page": round(median([r.cpu_ms_per_page for r in runs]), 2),
+        "cpu_pages_per_s": round(median([r.cpu_pages_per_s for r in runs]), 1),
+        "load_before": [r.load_before for r in runs],
         "hits": [r.hits for r in runs],
         "valid": all(r.rc == 0 and not r.errors for r in runs),
     }
@@ -348,7 +360,8 @@ def line(name: str, s: dict[str, Any]) -> str:
     return (
         f"  {name:<34} {s['pages_per_s']:>8.1f} pages/s  (runs {s['pages_per_s_all']})  "
         f"crawl {s['crawl_s']:.2f} s  wall {s['wall_s']:.2f} s  "
-        f"peak RSS {s['maxrss_mb']:.1f} MB  CPU {s['cpu_ms_per_page']:.2f} ms/page"
+        f"peak RSS {s['maxrss_mb']:.1f} MB  CPU {s['cpu_ms_per_page']:.2f} ms/page  "
+        f"load {s['load_before']}"
     )
 
 
@@ -556,54 +569,110 @@ def bench_replay(bench: Bench, live: dict[str, Any] | None) -> dict[str, Any]:
 # -- profiles -----------------------------------------------------------------------
 
 
-def _frames(stack: str) -> list[tuple[str, str]]:
-    """py-spy raw frames ``func (path:line)`` -> (func, path), outermost first."""
-    out = []
-    for frame in stack.split(";"):
-        m = re.match(r"(.*) \((.*?)(?::\d+)?\)$", frame)
-        out.append((m.group(1), m.group(2)) if m else (frame, ""))
-    return out
+# Where a sample's time goes: the deepest frame of its stack that matches one of
+# these (first pattern wins within a frame). Frames are py-spy's "func (path:line)".
+BUCKETS: list[tuple[str, str]] = [
+    (
+        "HTTP client (Twisted HTTP/1.1, TCP)",
+        r"\((twisted/web/_newclient|twisted/web/http_headers|twisted/internet/tcp|"
+        r"twisted/internet/abstract|scrapy/core/downloader/handlers/http11)",
+    ),
+    (
+        "HTML parse (lxml)",
+        r"document_fromstring|create_root_node|^_parse \(traverse_crawl/core/links",
+    ),
+    ("snapshot: decode + sha256", r"\((traverse_crawl/core/snapshot|w3lib/encoding)"),
+    ("WHATWG URLs (ada-url, core/urls)", r"\((ada_url/|traverse_crawl/core/urls)"),
+    (
+        "link extraction (selectors, urljoin)",
+        r"^discover_links |\((parsel/|cssselect/)|^urljoin |^TextResponse\.(follow|urljoin) "
+        r"|^Response\.(follow|urljoin) ",
+    ),
+    ("frontier (record, admit, page object)", r"\(traverse_crawl/core/frontier"),
+    ("sourceRef", r"\(traverse_crawl/core/sourceref"),
+    ("Request objects", r"^Request\.__init__ |\(scrapy/http/request/|^Request\.replace "),
+    ("scheduler priority queues (pqueues)", r"\((scrapy/pqueues|queuelib/)"),
+    (
+        "scheduler + dupefilter + fingerprints",
+        r"\((scrapy/core/scheduler|scrapy/dupefilters|scrapy/utils/request|w3lib/url)",
+    ),
+    ("downloader middlewares: traverse_crawl", r"\(traverse_crawl/downloadermiddlewares/"),
+    ("downloader middlewares: Scrapy built-ins", r"\(scrapy/downloadermiddlewares/"),
+    ("spider middlewares: Scrapy built-ins", r"\(scrapy/spidermiddlewares/"),
+    ("item pipelines (manifest, store)", r"\((traverse_crawl/pipelines/|scrapy/pipelines/)"),
+    (
+        "egress guard / resolver",
+        r"\((traverse_crawl/core/egress|traverse_crawl/resolver|"
+        r"scrapy/resolver|twisted/internet/_resolver)",
+    ),
+    ("spider callback (own code)", r"^(TraverseSpider|PlainSpider)\.|\(traverse_crawl/"),
+    (
+        "stats, signals, logging, extensions",
+        r"\((scrapy/statscollectors|scrapy/signalmanager|pydispatch/|logging/|scrapy/logformatter|"
+        r"scrapy/extensions/|scrapy/utils/signal)",
+    ),
+    (
+        "per-response output fan-out (asyncio tasks)",
+        r"^_parallel_asyncio|^(BaseEventLoop\.)?create_task |^_wait |\(asyncio/queues",
+    ),
+    ("Scrapy engine, downloader, scraper (other)", r"\(scrapy/"),
+    ("event loop (Twisted/asyncio, other)", r"\((twisted/|asyncio/)"),
+]
+_BUCKET_RE = [(name, re.compile(pattern)) for name, pattern in BUCKETS]
+STARTUP = "start-up, imports, shutdown (outside the event loop)"
 
 
-def _short(path: str) -> str:
-    for marker in ("site-packages/", "lib/python3", "/work/main/"):
-        if marker in path:
-            path = path.split(marker, 1)[1]
-    return path
+def _bucket(frames: list[str]) -> str:
+    if any(f.startswith("_find_and_load ") for f in frames) or not any(
+        f.startswith("BaseEventLoop.run_forever ") for f in frames
+    ):
+        return STARTUP
+    for frame in reversed(frames):
+        for name, regex in _BUCKET_RE:
+            if regex.search(frame):
+                return name
+    return "other"
 
 
-def aggregate(raw: Path, top: int) -> dict[str, Any]:
-    """Inclusive and self sample shares per function from a py-spy raw profile."""
+def aggregate(raw: Path, rate: int, pages: int, top: int) -> dict[str, Any]:
+    """Sample shares per bucket and function (main thread only) from a py-spy raw file."""
     inclusive: collections.Counter[str] = collections.Counter()
     self_: collections.Counter[str] = collections.Counter()
-    total = 0
+    buckets: collections.Counter[str] = collections.Counter()
+    total = other_threads = 0
     for row in raw.read_text(encoding="utf-8", errors="replace").splitlines():
         stack, _, count = row.rpartition(" ")
         if not stack or not count.isdigit():
             continue
         n = int(count)
+        frames = stack.split(";")
+        if frames[0].startswith("Thread._bootstrap "):
+            other_threads += n  # Twisted's thread pool, mostly idle waiting
+            continue
         total += n
-        names = [f"{func} ({_short(path)})" for func, path in _frames(stack)]
+        buckets[_bucket(frames)] += n
+        names = [re.sub(r":\d+\)$", ")", f) for f in frames]
         for name in set(names):
             inclusive[name] += n
-        if names:
-            self_[names[-1]] += n
+        self_[names[-1]] += n
 
-    def share(counter: collections.Counter[str]) -> list[tuple[str, float]]:
-        return (
-            [(k, round(100 * v / total, 1)) for k, v in counter.most_common(top)] if total else []
-        )
+    def ms_per_page(samples: int) -> float:
+        return round(1000 * samples / rate / pages, 3) if pages else 0.0
+
+    def share(counter: collections.Counter[str], k: int | None) -> list[dict[str, Any]]:
+        return [
+            {"name": name, "pct": round(100 * v / total, 1), "ms_per_page": ms_per_page(v)}
+            for name, v in counter.most_common(k)
+            if total
+        ]
 
     return {
         "samples": total,
-        "inclusive": share(inclusive),
-        "self": share(self_),
-        # Every function at >= 0.5 %, to compare the two spiders function by function.
-        "inclusive_all": {
-            k: round(100 * v / total, 2)
-            for k, v in inclusive.items()
-            if total and v / total >= 0.005
-        },
+        "other_thread_samples": other_threads,
+        "ms_per_page": ms_per_page(total),
+        "buckets": share(buckets, None),
+        "inclusive": share(inclusive, top),
+        "self": share(self_, top),
     }
 
 
@@ -613,29 +682,49 @@ def bench_profile(bench: Bench) -> dict[str, Any]:
     if not Path(spy).exists():
         raise SystemExit("py-spy is needed: .venv/bin/pip install py-spy")
     pages = bench.site.pages
-    out: dict[str, Any] = {"pages": pages}
-    print(f"\n== profile: py-spy, {pages} pages, {args.profile_rate} samples/s ==")
+    rate = args.profile_rate
+    out: dict[str, Any] = {"pages": pages, "rate": rate}
+    print(f"\n== profile: py-spy at {rate} samples/s, {pages} pages ==")
+    RESULTS.mkdir(parents=True, exist_ok=True)
     for name in ("traverse", "plain"):
-        raw = bench.scratch / f"{name}.pyspy.txt"
-        prefix = [spy, "record", "--format", "raw", "--rate", str(args.profile_rate),
-                  "--output", str(raw), "--"]  # fmt: skip
+        raw = RESULTS / f"profile-{name}.pyspy.txt"
+        prefix = [spy, "record", "--format", "raw", "--rate", str(rate), "--output", str(raw), "--"]
         if name == "traverse":
             run = bench.traverse("profile-traverse", prefix=prefix)
         else:
             run = bench.plain("profile-plain", prefix=prefix)
         bench.check(run, pages)
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        shutil.copy(raw, RESULTS / f"profile-{name}.pyspy.txt")
-        agg = aggregate(raw, args.profile_top)
-        out[name] = {"run": run.to_dict(), **agg}
-        print(f" {name}: {agg['samples']} samples, crawl {run.crawl_s:.2f} s under py-spy")
-        print("  top inclusive:")
-        for func, pct in agg["inclusive"]:
-            print(f"   {pct:5.1f}%  {func}")
-        print("  top self:")
-        for func, pct in agg["self"][: args.profile_top // 2]:
-            print(f"   {pct:5.1f}%  {func}")
-    print(f" raw profiles: {RESULTS}/profile-{{traverse,plain}}.pyspy.txt (flamegraph-ready)")
+        out[name] = {"run": run.to_dict(), **aggregate(raw, rate, pages, args.profile_top)}
+        print(
+            f" {name}: crawl {run.crawl_s:.2f} s under py-spy, {out[name]['samples']} samples "
+            f"= {out[name]['ms_per_page']:.2f} ms/page"
+        )
+    t_b = {b["name"]: b for b in out["traverse"]["buckets"]}
+    p_b = {b["name"]: b for b in out["plain"]["buckets"]}
+    rows = []
+    for name in dict.fromkeys([*t_b, *p_b]):
+        t = t_b.get(name, {}).get("ms_per_page", 0.0)
+        p = p_b.get(name, {}).get("ms_per_page", 0.0)
+        rows.append({"bucket": name, "traverse_ms": t, "plain_ms": p, "delta_ms": round(t - p, 3)})
+    rows.sort(key=lambda r: -r["delta_ms"])
+    out["comparison"] = rows
+
+    def row(name: str, t: float, p: float) -> str:
+        return f"  {name:<52} {t:>9.3f} {p:>7.3f} {t - p:>+7.3f}"
+
+    title = "where the time goes (ms of CPU per page)"
+    print(f"\n  {title:<52} {'traverse':>9} {'plain':>7} {'delta':>7}")
+    for r in rows:
+        print(row(r["bucket"], r["traverse_ms"], r["plain_ms"]))
+    print(row("total", out["traverse"]["ms_per_page"], out["plain"]["ms_per_page"]))
+    for name in ("traverse", "plain"):
+        print(f"\n  {name}: top functions by inclusive share")
+        for f in out[name]["inclusive"]:
+            print(f"   {f['pct']:5.1f}%  {f['ms_per_page']:6.3f} ms/page  {f['name']}")
+        print(f"  {name}: top functions by self share")
+        for f in out[name]["self"][:15]:
+            print(f"   {f['pct']:5.1f}%  {f['ms_per_page']:6.3f} ms/page  {f['name']}")
+    print(f" raw profiles (flamegraph-ready): {RESULTS}/profile-{{traverse,plain}}.pyspy.txt")
     return out
 
 
@@ -694,6 +783,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile-top", type=int, default=40)
     parser.add_argument("--site-dir", type=Path, default=None, help="reuse a generated site here")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an extra Scrapy setting for the traverse runs only (repeatable), to try a knob",
+    )
     args = parser.parse_args(argv)
     if find_nginx() is None:
         from bench.site import INSTALL_HINT
@@ -709,6 +805,7 @@ def main(argv: list[str] | None = None) -> int:
         "warmup": args.warmup,
         "max_depth": MAX_DEPTH,
         "crawl_time": "Scrapy's elapsed_time_seconds (spider opened -> closed)",
+        "traverse_extra_settings": args.set,
     }
     print(
         f"site: {bench.site.pages} pages, mean {bench.site.total_bytes / bench.site.pages:.0f} "
