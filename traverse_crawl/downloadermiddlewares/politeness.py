@@ -123,11 +123,15 @@ class PolitenessMiddleware:
         slots = engine.downloader.slots
         slot = slots.get(key)
         if slot is None:
-            delay = 0.0 if meta.get("traverse_robots") else self.min_delay
+            delay = 0.0 if meta.get("traverse_robots") else self._delay(meta)
             slots[key] = PoliteSlot(1 if delay else self.per_domain, delay)
             if self.crawler.stats is not None and not meta.get("traverse_robots"):
                 self.crawler.stats.inc_value("politeness/origins")
         elif isinstance(slot, PoliteSlot) and "traverse_origin_delay" in meta:
-            slot.delay = max(self.min_delay, float(meta["traverse_origin_delay"]))
+            slot.delay = self._delay(meta)
             if slot.delay > 0:
                 slot.concurrency = 1
+
+    def _delay(self, meta: dict[str, Any]) -> float:
+        """The origin's delay: the minimum, or a longer honoured Crawl-delay."""
+        return max(self.min_delay, float(meta.get("traverse_origin_delay", 0.0)))
