@@ -1,0 +1,109 @@
+"""``scrapy snapshot REF``: write one stored snapshot's body and metadata (SPEC §14).
+
+``REF`` is a ``traverse-snapshot:`` sourceRef, as in a manifest's
+``pages[].sourceRef`` or ``scrapy snapshots ID --json``. The snapshot it names
+(same page id, same body hash, same ``fetchedAt``) is read from
+``TRAVERSE_STORE`` (``-s TRAVERSE_STORE=DIR`` overrides it). Its body — the raw
+bytes of a pdf/png/jpeg, the UTF-8 text otherwise — goes to stdout, or to
+``-o FILE``; its metadata (the snapshot without its body, plus ``sourceRef``) goes
+as JSON to stderr, or to ``--meta FILE`` (``--meta -`` is stdout, allowed with
+``-o`` only). A malformed ref, a missing store or a ref with no stored snapshot
+prints one ``error:`` line on stderr and exits with status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, ClassVar
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from traverse_crawl.commands.snapshots import (
+    CommandFailed,
+    metadata,
+    open_store,
+    printable,
+    run_safely,
+    write_text,
+)
+from traverse_crawl.core.snapshot import Snapshot
+from traverse_crawl.core.sourceref import parse_source_ref
+
+
+def body_bytes(snapshot: Snapshot) -> bytes:
+    if snapshot.get("bodyBytes") is not None:
+        return bytes(snapshot["bodyBytes"])
+    text: str = snapshot["body"]
+    return text.encode("utf-8", "surrogatepass")
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+    default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
+
+    def syntax(self) -> str:
+        return "[options] <sourceRef>"
+
+    def short_desc(self) -> str:
+        return "Write a stored snapshot's body (stdout or -o) and metadata (stderr or --meta)"
+
+    def long_desc(self) -> str:
+        return (
+            "Look up the snapshot a traverse-snapshot: sourceRef names in TRAVERSE_STORE; "
+            "write its body (raw bytes for pdf/png/jpeg, UTF-8 text otherwise) to stdout "
+            "or -o FILE, and its metadata as JSON to stderr or --meta FILE."
+        )
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("-o", "--output", metavar="FILE", help="write the body to FILE")
+        parser.add_argument(
+            "--meta",
+            metavar="FILE",
+            help="write the metadata JSON to FILE instead of stderr ('-': stdout, needs -o)",
+        )
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if len(args) != 1:
+            raise UsageError("give exactly one sourceRef")
+        if opts.meta == "-" and opts.output in (None, "-"):
+            raise UsageError("--meta - needs -o FILE: stdout carries the body")
+        run_safely(self, self._show, args[0], opts.output, opts.meta)
+
+    def _show(self, ref: str, output: str | None, meta_path: str | None) -> None:
+        parsed = parse_source_ref(ref)
+        if parsed is None:
+            raise CommandFailed(f"not a traverse-snapshot sourceRef: {printable(ref)}")
+        store = open_store(self.settings)
+        snapshot = store.find(parsed.source_id, parsed.body_hash, parsed.fetched_at)
+        if snapshot is None:
+            raise CommandFailed(
+                f"no snapshot stored for sourceId {printable(json.dumps(parsed.source_id))} "
+                f"with sha256 {printable(parsed.body_hash)} fetched at "
+                f"{printable(parsed.fetched_at)} in {store.root}"
+            )
+        body = body_bytes(snapshot)
+        if output in (None, "-"):
+            sys.stdout.buffer.write(body)
+            sys.stdout.buffer.flush()
+        else:
+            try:
+                with open(output, "wb") as handle:
+                    handle.write(body)
+            except OSError as exc:
+                raise CommandFailed(f"cannot write {output}: {exc.strerror or exc}") from None
+        text = json.dumps(metadata(snapshot), indent=2, ensure_ascii=False) + "\n"
+        if meta_path is None:
+            write_text(sys.stderr, text)
+        elif meta_path == "-":
+            write_text(sys.stdout, text)
+        else:
+            try:
+                with open(meta_path, "wb") as handle:
+                    handle.write(text.encode("utf-8", "backslashreplace"))
+            except OSError as exc:
+                raise CommandFailed(f"cannot write {meta_path}: {exc.strerror or exc}") from None

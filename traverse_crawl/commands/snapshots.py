@@ -1,0 +1,149 @@
+"""``scrapy snapshots ID``: list the stored snapshots of a page or of a seed (CONTRACT §4).
+
+Reads ``TRAVERSE_STORE`` from the project settings (``-s TRAVERSE_STORE=DIR``
+overrides it); needs no crawl and opens no connection. ``ID`` is a page id
+(``<seed id>::<url>``, as in a manifest's ``pages[].id``) or, when no page has
+that id, a seed id: then every stored page of that seed is listed. One line per
+snapshot, newest first::
+
+    <fetchedAt>  <status>  <type>  <first 12 of bodyHash>  <url>
+
+``--json`` prints one JSON object per line instead: the snapshot without its
+body (the manifest's ``fetch.snapshot``) plus its ``sourceRef``, which
+``scrapy snapshot REF`` accepts. An unknown id or a missing store prints one
+``error:`` line on stderr and exits with status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, ClassVar
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from traverse_crawl.core.config import TraverseConfig
+from traverse_crawl.core.errors import ConfigError
+from traverse_crawl.core.snapshot import Snapshot, manifest_view
+from traverse_crawl.core.sourceref import build_source_ref, encode_uri_component
+from traverse_crawl.core.store import FilesystemSnapshotStore, sort_newest_first
+
+
+class CommandFailed(Exception):
+    """A user-facing failure: one line on stderr, exit status 1."""
+
+
+def open_store(settings: Any) -> FilesystemSnapshotStore:
+    try:
+        root = TraverseConfig.from_settings(settings).store
+    except ConfigError as exc:
+        raise CommandFailed(str(exc)) from None
+    store = FilesystemSnapshotStore(root)
+    if not store.exists():
+        raise CommandFailed(f"no snapshot store at {store.root} (TRAVERSE_STORE)")
+    return store
+
+
+def printable(text: str) -> str:
+    """Text that any terminal encoding accepts (lone surrogates as ``\\udXXX``)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def write_text(stream: Any, text: str) -> None:
+    buffer = getattr(stream, "buffer", None)
+    if buffer is not None:
+        buffer.write(text.encode("utf-8", "backslashreplace"))
+        buffer.flush()
+    else:
+        stream.write(printable(text))
+        stream.flush()
+
+
+def metadata(snapshot: Snapshot) -> dict[str, Any]:
+    """The snapshot without its body, plus its ``sourceRef`` (when one can be built)."""
+    out = manifest_view(snapshot)
+    try:
+        out["sourceRef"] = build_source_ref(snapshot)
+    except ValueError:  # an id JavaScript could not encode either (lone surrogate)
+        pass
+    return out
+
+
+def run_safely(command: ScrapyCommand, action: Any, *args: Any) -> None:
+    try:
+        action(*args)
+    except CommandFailed as exc:
+        write_text(sys.stderr, f"error: {exc}\n")
+        command.exitcode = 1
+
+
+def seed_pages(store: FilesystemSnapshotStore, seed_id: str) -> list[Snapshot]:
+    """Every stored snapshot whose page id belongs to ``seed_id`` (SPEC §13.5)."""
+    try:
+        prefix = encode_uri_component(seed_id) + "::"
+    except ValueError:
+        return []
+    found = [s for s in store.walk(seed_id_prefix=prefix) if s["sourceId"].startswith(prefix)]
+    return sort_newest_first(found)
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+    default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
+
+    def syntax(self) -> str:
+        return "[options] <page id or seed id>"
+
+    def short_desc(self) -> str:
+        return "List the stored snapshots of a page or a seed"
+
+    def long_desc(self) -> str:
+        return (
+            "List the snapshots in TRAVERSE_STORE of a page id (<seed id>::<url>) or, "
+            "when no page has that id, of every page of a seed id: fetchedAt, status, "
+            "type, hash prefix and URL, newest first. --json prints full metadata "
+            "with the sourceRef of each."
+        )
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument(
+            "--json",
+            action="store_true",
+            help="one JSON object per line: the snapshot without its body, plus sourceRef",
+        )
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if len(args) != 1:
+            raise UsageError("give exactly one page id or seed id")
+        assert self.settings is not None
+        run_safely(self, self._list, args[0], opts.json)
+
+    def _list(self, source_id: str, as_json: bool) -> None:
+        store = open_store(self.settings)
+        snapshots = store.list(source_id) or seed_pages(store, source_id)
+        if not snapshots:
+            raise CommandFailed(
+                f"no snapshots stored for page or seed id {printable(json.dumps(source_id))} "
+                f"in {store.root}"
+            )
+        lines = []
+        for snapshot in snapshots:
+            if as_json:
+                lines.append(json.dumps(metadata(snapshot), ensure_ascii=False))
+            else:
+                lines.append(
+                    "  ".join(
+                        (
+                            snapshot["fetchedAt"],
+                            str(snapshot["status"]),
+                            snapshot["contentType"],
+                            snapshot["bodyHash"][:12],
+                            snapshot["url"],
+                        )
+                    )
+                )
+        write_text(sys.stdout, "".join(line + "\n" for line in lines))
