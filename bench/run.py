@@ -35,6 +35,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -133,9 +134,11 @@ _STATS_KEYS = (
     "robots/fetched",
     "robotstxt/request_count",
     "retry/count",
-    "replay/hit",
+    "replay/served",
     "replay/miss",
+    "replay/refused",
     "snapshot/stored",
+    "snapshot/store_failed",
 )
 
 
@@ -395,6 +398,7 @@ def bench_crawl(bench: Bench) -> dict[str, Any]:
         ts, ps = summary(t_runs), summary(p_runs)
         speed = ts["pages_per_s"] / ps["pages_per_s"] if ps["pages_per_s"] else 0.0
         memory = ts["maxrss_mb"] / ps["maxrss_mb"] if ps["maxrss_mb"] else 0.0
+        cpu = ps["cpu_ms_per_page"] / ts["cpu_ms_per_page"] if ts["cpu_ms_per_page"] else 0.0
         name = (
             "project defaults (16 total, 8 per origin)"
             if conc is None
@@ -403,13 +407,17 @@ def bench_crawl(bench: Bench) -> dict[str, Any]:
         print(f" {name}")
         print(line("traverse (live)", ts))
         print(line("plain Scrapy spider", ps))
-        print(f"  ratio traverse/plain: pages/s {speed:.2f}x, peak RSS {memory:.2f}x")
+        print(
+            f"  ratio traverse/plain: pages/s {speed:.2f}x, peak RSS {memory:.2f}x, "
+            f"pages per CPU-second {cpu:.2f}x"
+        )
         out["configs"][tag] = {
             "concurrency": conc,
             "traverse": ts,
             "plain": ps,
             "speed_ratio": round(speed, 3),
             "memory_ratio": round(memory, 3),
+            "cpu_efficiency_ratio": round(cpu, 3),
             "runs": [r.to_dict() for r in t_runs + p_runs],
         }
     main = out["configs"]["default"]
@@ -590,6 +598,7 @@ BUCKETS: list[tuple[str, str]] = [
     ),
     ("frontier (record, admit, page object)", r"\(traverse_crawl/core/frontier"),
     ("sourceRef", r"\(traverse_crawl/core/sourceref"),
+    ("snapshot store (files, JSON)", r"\((traverse_crawl/core/store|traverse_crawl/core/atomic)"),
     ("Request objects", r"^Request\.__init__ |\(scrapy/http/request/|^Request\.replace "),
     ("scheduler priority queues (pqueues)", r"\((scrapy/pqueues|queuelib/)"),
     (
@@ -622,35 +631,44 @@ _BUCKET_RE = [(name, re.compile(pattern)) for name, pattern in BUCKETS]
 STARTUP = "start-up, imports, shutdown (outside the event loop)"
 
 
-def _bucket(frames: list[str]) -> str:
-    if any(f.startswith("_find_and_load ") for f in frames) or not any(
-        f.startswith("BaseEventLoop.run_forever ") for f in frames
+def _bucket(frames: list[str], thread: bool = False) -> str:
+    if any(f.startswith("_find_and_load ") for f in frames) or not (
+        thread or any(f.startswith("BaseEventLoop.run_forever ") for f in frames)
     ):
         return STARTUP
     for frame in reversed(frames):
         for name, regex in _BUCKET_RE:
             if regex.search(frame):
                 return name
-    return "other"
+    return "other (threads)" if thread else "other"
+
+
+_IDLE_LEAF = re.compile(r"^(Condition\.wait|wait|_wait_for_tstate_lock|select|poll) \(")
 
 
 def aggregate(raw: Path, rate: int, pages: int, top: int) -> dict[str, Any]:
-    """Sample shares per bucket and function (main thread only) from a py-spy raw file."""
+    """Sample shares per bucket and function from a py-spy raw file.
+
+    Worker-thread samples (Twisted's pool: DNS, store reads and writes) count
+    too, except those parked in a wait, which py-spy does not always see as idle.
+    """
     inclusive: collections.Counter[str] = collections.Counter()
     self_: collections.Counter[str] = collections.Counter()
     buckets: collections.Counter[str] = collections.Counter()
-    total = other_threads = 0
+    total = thread_samples = 0
     for row in raw.read_text(encoding="utf-8", errors="replace").splitlines():
         stack, _, count = row.rpartition(" ")
         if not stack or not count.isdigit():
             continue
         n = int(count)
         frames = stack.split(";")
-        if frames[0].startswith("Thread._bootstrap "):
-            other_threads += n  # Twisted's thread pool, mostly idle waiting
-            continue
+        thread = frames[0].startswith("Thread._bootstrap ")
+        if thread:
+            if _IDLE_LEAF.match(frames[-1]):
+                continue
+            thread_samples += n
         total += n
-        buckets[_bucket(frames)] += n
+        buckets[_bucket(frames, thread)] += n
         names = [re.sub(r":\d+\)$", ")", f) for f in frames]
         for name in set(names):
             inclusive[name] += n
@@ -668,7 +686,7 @@ def aggregate(raw: Path, rate: int, pages: int, top: int) -> dict[str, Any]:
 
     return {
         "samples": total,
-        "other_thread_samples": other_threads,
+        "worker_thread_samples": thread_samples,
         "ms_per_page": ms_per_page(total),
         "buckets": share(buckets, None),
         "inclusive": share(inclusive, top),
@@ -724,7 +742,35 @@ def bench_profile(bench: Bench) -> dict[str, Any]:
         print(f"  {name}: top functions by self share")
         for f in out[name]["self"][:15]:
             print(f"   {f['pct']:5.1f}%  {f['ms_per_page']:6.3f} ms/page  {f['name']}")
-    print(f" raw profiles (flamegraph-ready): {RESULTS}/profile-{{traverse,plain}}.pyspy.txt")
+    if not _placeholder("traverse_crawl/downloadermiddlewares/replay.py"):
+        out["replay"] = _profile_replay(bench, spy, rate, out["traverse"])
+    print(f" raw profiles (flamegraph-ready): {RESULTS}/profile-*.pyspy.txt")
+    return out
+
+
+def _profile_replay(bench: Bench, spy: str, rate: int, live: dict[str, Any]) -> dict[str, Any]:
+    """Capture (not profiled), then profile a replay of that store beside the live crawl."""
+    pages = bench.site.pages
+    store = bench.scratch / "profile-store"
+    bench.check(bench.traverse("profile-capture", mode="capture", store=store), pages)
+    raw = RESULTS / "profile-replay.pyspy.txt"
+    prefix = [spy, "record", "--format", "raw", "--rate", str(rate), "--output", str(raw), "--"]
+    run = bench.traverse("profile-replay", mode="replay", store=store, prefix=prefix)
+    bench.check(run, pages)
+    out = {"run": run.to_dict(), **aggregate(raw, rate, pages, bench.args.profile_top)}
+    print(
+        f"\n replay: crawl {run.crawl_s:.2f} s under py-spy, {out['samples']} samples "
+        f"= {out['ms_per_page']:.2f} ms/page ({out['worker_thread_samples']} in worker threads)"
+    )
+    l_b = {b["name"]: b["ms_per_page"] for b in live["buckets"]}
+    r_b = {b["name"]: b["ms_per_page"] for b in out["buckets"]}
+    print(f"  {'ms of CPU per page':<52} {'live':>9} {'replay':>7}")
+    for name in sorted(dict.fromkeys([*l_b, *r_b]), key=lambda n: -r_b.get(n, 0.0)):
+        print(f"  {name:<52} {l_b.get(name, 0.0):>9.3f} {r_b.get(name, 0.0):>7.3f}")
+    print(f"  {'total':<52} {live['ms_per_page']:>9.3f} {out['ms_per_page']:>7.3f}")
+    print("  replay: top functions by self share")
+    for f in out["self"][:15]:
+        print(f"   {f['pct']:5.1f}%  {f['ms_per_page']:6.3f} ms/page  {f['name']}")
     return out
 
 
@@ -791,6 +837,9 @@ def main(argv: list[str] | None = None) -> int:
         help="an extra Scrapy setting for the traverse runs only (repeatable), to try a knob",
     )
     args = parser.parse_args(argv)
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(line_buffering=True)  # progress shows when piped to a file
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop nginx, remove temp files
     if find_nginx() is None:
         from bench.site import INSTALL_HINT
 

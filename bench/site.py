@@ -246,6 +246,16 @@ class Hit:
         return self.end - self.duration
 
 
+def _die_with_parent() -> None:
+    """In the child: receive SIGTERM when the bench process dies, however it dies."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 class Nginx:
     """A foreground nginx serving ``root`` on 127.0.0.1 until ``stop()``."""
 
@@ -301,6 +311,7 @@ http {{
             [self.binary, "-p", str(self.tmp), "-c", str(conf), "-e", str(self.tmp / "error.log")],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
+            preexec_fn=_die_with_parent,  # no orphaned nginx after a kill -9 of the bench
         )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -363,6 +374,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--no-serve", action="store_true", help="generate only")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the cleanup
     info = generate(args.root, args.pages, args.page_bytes, args.seed)
     print(json.dumps(info.to_dict(), indent=2))
     if args.no_serve:
