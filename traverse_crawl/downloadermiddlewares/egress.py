@@ -1,9 +1,100 @@
-"""Placeholder while the component is built; disabled."""
+"""The egress guard: no request to a non-public address leaves (SPEC §18.2, CONTRACT §2).
 
-from scrapy.exceptions import NotConfigured
+Every request passes here before anything is sent — seeds, discovered pages,
+robots.txt, every redirect hop and every retry, since each is a new trip
+through the downloader middlewares. The host is checked by name and literal
+form, resolved once without blocking the reactor, and every address it resolves
+to is checked (``traverse_crawl.core.egress``). A refused request fails its page
+with ``egress-denied`` (a ``PageFailed``, which is an ``IgnoreRequest``: never
+retried, nothing sent). A DNS failure is not a refusal: it is raised as Scrapy's
+``CannotResolveHostError``, so it is retried and recorded like any ``network``
+error. The checked addresses are pinned in ``traverse_crawl.resolver.PinnedResolver``
+so the connection goes to exactly those addresses (no DNS rebinding window).
+
+Settings: ``TRAVERSE_EGRESS_GUARD`` (default ``True``; ``False`` disables this
+middleware), ``TRAVERSE_EGRESS_ALLOW`` (exact origins exempt from every check;
+their hosts are still resolved once and pinned), ``DNS_TIMEOUT``. In
+``TRAVERSE_MODE=replay`` nothing is sent, so the guard is off.
+
+Stats: ``egress/checked`` (requests seen), ``egress/denied``,
+``egress/allowed_by_setting``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from scrapy import Request, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import CannotResolveHostError, NotConfigured
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet import defer
+
+from traverse_crawl.config import get_config
+from traverse_crawl.core import egress, urls
+from traverse_crawl.exceptions import PageFailed
+from traverse_crawl.resolver import PinnedResolver
+
+logger = logging.getLogger(__name__)
 
 
 class EgressGuardMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        config = get_config(crawler)
+        if not config.egress_guard or config.mode == "replay":
+            raise NotConfigured
+        self.crawler = crawler
+        self.allow = config.egress_allow
+        self.resolver = PinnedResolver.ensure_installed(crawler)
+        crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+
     @classmethod
-    def from_crawler(cls, crawler):  # type: ignore[no-untyped-def]
-        raise NotConfigured
+    def from_crawler(cls, crawler: Crawler) -> EgressGuardMiddleware:
+        return cls(crawler)
+
+    def spider_opened(self) -> None:
+        # From now on the resolver also refuses unpinned non-public lookups,
+        # except for the allowed origins' hosts (a proxy, for instance).
+        self.resolver.guard(self, _host_ports(self.allow))
+
+    def spider_closed(self) -> None:
+        self.resolver.release(self)
+
+    async def process_request(self, request: Request) -> None:
+        stats = self.crawler.stats
+        if stats is not None:
+            stats.inc_value("egress/checked")
+        verdict = await egress.evaluate(request.url, self.allow, self._resolve)
+        if verdict.error is not None:
+            if verdict.error.kind == "egress-denied":
+                if stats is not None:
+                    stats.inc_value("egress/denied")
+                logger.debug("%s", verdict.error.message)
+                raise PageFailed(verdict.error)
+            # Scrapy's own DNS error: RETRY_EXCEPTIONS lists it, so it is retried.
+            raise CannotResolveHostError(verdict.error.message)
+        if verdict.allowed_by_setting and stats is not None:
+            stats.inc_value("egress/allowed_by_setting")
+        if verdict.addresses:
+            self.resolver.pin(verdict.host, verdict.port, verdict.addresses)
+
+    async def _resolve(self, host: str, port: int) -> list[str]:
+        try:
+            return await maybe_deferred_to_future(self.resolver.lookup(host, port))
+        except defer.TimeoutError:
+            raise TimeoutError(f"no answer within DNS_TIMEOUT ({self.resolver.timeout}s)") from None
+
+
+def _host_ports(allow: frozenset[str]) -> list[tuple[str, int]]:
+    pairs = []
+    for origin in allow:
+        parsed = urls.parse(origin)
+        if parsed is None:
+            continue
+        host = egress.host_key(str(parsed.hostname))
+        scheme = str(parsed.protocol)
+        port = int(parsed.port) if parsed.port else egress.NETWORK_SCHEMES.get(scheme, 0)
+        if host is not None:
+            pairs.append((host, port))
+    return pairs
