@@ -1,0 +1,167 @@
+"""A crash never leaves a snapshot file that does not parse (CONTRACT §4, issue 4).
+
+Two real crashes: ``scrapy crawl traverse`` killed with SIGKILL in the middle of
+a large capture, then replayed; and a process killed while it rewrites a
+snapshot (a 304's re-put), with the replacement written but not yet renamed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.cli import REPO, scrapy_env
+from tests.server import Server
+from traverse_crawl.core.store import FilesystemSnapshotStore, deserialize, source_dir_name
+from traverse_crawl.core.urls import page_id
+
+PAGES = 400
+FILLER = "<p>" + "lorem ipsum dolor sit amet " * 4000 + "</p>"  # ~100 KB a page
+
+
+def big_site(server: Server) -> None:
+    links = "".join(f'<a href="p{i}.html">{i}</a>' for i in range(PAGES))
+    server.site({"/home.html": links})
+    server.site({f"/p{i}.html": f"<h1>page {i}</h1>{FILLER}" for i in range(PAGES)})
+
+
+def crawl_command(server: Server, tmp_path: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable, "-m", "scrapy", "crawl", "traverse",
+        "-a", f"url={server.url('/home.html')}", "-a", "source_id=big",
+        "-s", f"TRAVERSE_EGRESS_ALLOW={server.origin}",
+        "-s", "TRAVERSE_MIN_DELAY=0",
+        "-s", f"TRAVERSE_MAX_PAGES={PAGES + 1}",
+        "-s", "TRAVERSE_MAX_DEPTH=1",
+        "-s", f"TRAVERSE_STORE={tmp_path / 'store'}",
+        "-s", f"TRAVERSE_MANIFEST_DIR={tmp_path / 'manifests'}",
+        *extra,
+    ]  # fmt: skip
+
+
+def env() -> dict[str, str]:
+    return {**scrapy_env(), "SCRAPY_SETTINGS_MODULE": "traverse_crawl.settings"}
+
+
+def snapshot_files(store: Path) -> list[Path]:
+    return sorted(store.rglob("*.json"))
+
+
+def test_sigkill_mid_capture_leaves_only_parseable_snapshots(server, tmp_path):
+    big_site(server)
+    store = tmp_path / "store"
+    proc = subprocess.Popen(
+        crawl_command(server, tmp_path),
+        cwd=REPO,
+        env=env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while len(snapshot_files(store)) < 40:
+            assert proc.poll() is None, proc.stderr.read().decode()[-2000:] if proc.stderr else ""
+            assert time.monotonic() < deadline, "the capture never got going"
+            time.sleep(0.01)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stderr:
+            proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL
+
+    files = snapshot_files(store)
+    assert 40 <= len(files) < PAGES + 1, "killed in the middle, not after the end"
+    stored_ids = set()
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        snapshot = deserialize(text)
+        assert snapshot is not None, f"{path} does not parse"
+        assert json.loads(text) is not None
+        assert hashlib.sha256(snapshot["body"].encode()).hexdigest() == snapshot["bodyHash"]
+        assert path.parent.name == source_dir_name(snapshot["sourceId"])
+        stored_ids.add(snapshot["sourceId"])
+    # Whatever else a crash leaves is a hidden temporary file, never a *.json.
+    for leftover in store.rglob("*"):
+        if leftover.is_file() and leftover.suffix != ".json":
+            assert leftover.name.startswith(".") and leftover.name.endswith(".tmp")
+    assert page_id("big", server.url("/home.html")) in stored_ids
+
+    # A later replay, with the server gone, works from what was stored.
+    server.shutdown()
+    server.server_close()
+    run = subprocess.run(
+        crawl_command(server, tmp_path, "-s", "TRAVERSE_MODE=replay"),
+        cwd=REPO,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    manifest = json.loads((tmp_path / "manifests" / f"{source_dir_name('big')}.json").read_text())
+    assert manifest["mode"] == "replay"
+    assert len(manifest["pages"]) == PAGES + 1
+    replayed = {p["id"] for p in manifest["pages"] if "snapshot" in p["fetch"]}
+    assert replayed == stored_ids
+    for page in manifest["pages"]:
+        if page["id"] not in stored_ids:
+            assert page["fetch"]["error"]["kind"] == "no-snapshot"
+
+
+WRITER = """
+import sys
+from traverse_crawl.core.snapshot import build_snapshot
+from traverse_crawl.core.store import FilesystemSnapshotStore
+store = FilesystemSnapshotStore(sys.argv[1])
+snap = build_snapshot(source_id="page", url="http://h/", status=200, content_type="text",
+                      raw_body=b"x" * (32 * 1024 * 1024), content_type_header="text/plain",
+                      fetched_at="2026-07-02T00:00:00.000Z")
+flagged = dict(snap, fromCache=True, notModified=True)
+while True:  # a 304's re-put, forever: the same file name, rewritten
+    store.put(snap)
+    store.put(flagged)
+"""
+
+
+def test_kill_during_a_write_keeps_the_previous_file_whole(tmp_path):
+    store = FilesystemSnapshotStore(str(tmp_path / "store"))
+    directory = Path(store.directory("page"))
+    for _attempt in range(10):
+        for stale in directory.glob(".*.tmp") if directory.exists() else ():
+            stale.unlink()
+        proc = subprocess.Popen(
+            [sys.executable, "-c", WRITER, store.root], cwd=REPO, env=scrapy_env()
+        )
+        try:
+            # Wait for a rewrite in progress: the snapshot exists and its
+            # replacement is being written (written, fsynced, not yet renamed).
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and not (
+                list(directory.glob("*.json")) and list(directory.glob(".*.tmp"))
+            ):
+                time.sleep(0.001)
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        targets = list(directory.glob("*.json"))
+        assert len(targets) <= 1  # never a second, torn snapshot file
+        for target in targets:
+            snapshot = deserialize(target.read_text(encoding="utf-8"))
+            assert snapshot is not None and len(snapshot["body"]) == 32 * 1024 * 1024
+        if targets and list(directory.glob(".*.tmp")):
+            return  # killed before the rename: the replacement is lost, the snapshot whole
+    raise AssertionError("never managed to kill the writer in the middle of a write")
