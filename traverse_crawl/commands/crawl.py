@@ -2,13 +2,15 @@
 
 An invalid setting or argument of the ``traverse`` spider stops the command
 before the crawler starts, with one line that names it and exit status 2
-(CONTRACT §1), instead of a traceback. Other spiders run exactly as with
+(CONTRACT §1), instead of a traceback. With ``LOG_FILE`` set (scrapyd jobs),
+the line is also logged, since stderr is not the job's log. Other spiders run exactly as with
 Scrapy's own command.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
@@ -17,6 +19,8 @@ from scrapy.exceptions import UsageError
 from traverse_crawl.core.config import TraverseConfig
 from traverse_crawl.core.errors import ConfigError
 from traverse_crawl.core.seeds import seeds_from_args
+
+logger = logging.getLogger(__name__)
 
 _SPIDER_ARGS = ("url", "seeds", "source_id", "content_type")
 
@@ -27,6 +31,8 @@ class Command(ScrapyCrawlCommand):
             try:
                 check(self.settings, opts.spargs)
             except ConfigError as exc:
+                if self.settings.get("LOG_FILE"):  # scrapyd: stderr is not the job log
+                    logger.error("%s", exc)
                 raise UsageError(str(exc), print_help=False) from None
         super().run(args, opts)
 
