@@ -10,11 +10,12 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from traverse_crawl.demo.server import DemoServer
 
 
-def crawl(origin: str, out: Path, mode: str) -> dict[str, object]:
+def crawl(origin: str, out: Path, mode: str) -> dict[str, Any]:
     manifests = out / f"manifests-{mode}"
     command = [
         sys.executable, "-m", "scrapy", "crawl", "traverse",
@@ -30,9 +31,9 @@ def crawl(origin: str, out: Path, mode: str) -> dict[str, object]:
     ]  # fmt: skip
     subprocess.run(command, check=True)
     (manifest,) = manifests.glob("*.json")
-    data: dict[str, object] = json.loads(manifest.read_text(encoding="utf-8"))
+    data: dict[str, Any] = json.loads(manifest.read_text(encoding="utf-8"))
     print(f"\n== {mode}: {manifest}")
-    for page in data["pages"]:  # type: ignore[attr-defined]
+    for page in data["pages"]:
         fetch = page["fetch"]
         outcome = (
             f"{fetch['snapshot']['status']} {fetch['snapshot']['contentType']}"
@@ -41,7 +42,7 @@ def crawl(origin: str, out: Path, mode: str) -> dict[str, object]:
             else f"{fetch['error']['kind']}: {fetch['error']['message']}"
         )
         print(f"  depth {page['depth']}  {page['url']}  ->  {outcome}")
-    for warning in data["warnings"]:  # type: ignore[attr-defined]
+    for warning in data["warnings"]:
         print(f"  warning: {warning}")
     return data
 
@@ -53,9 +54,8 @@ def main() -> int:
         captured = crawl(origin, out, "capture")
     print("\ndemo server stopped; replaying from the store with no network")
     replayed = crawl(origin, out, "replay")
-    same = [p.get("sourceRef") for p in captured["pages"]] == [  # type: ignore[attr-defined]
-        p.get("sourceRef") for p in replayed["pages"]  # type: ignore[attr-defined]
-    ]
+    refs = [[p.get("sourceRef") for p in m["pages"]] for m in (captured, replayed)]
+    same = refs[0] == refs[1]
     print(f"\nreplay reproduces the capture's sourceRefs: {same}")
     return 0 if same else 1
 
