@@ -16,7 +16,7 @@ import os
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 
-from traverse_crawl.core.config import TraverseConfig
+from traverse_crawl.core.config import SettingsLike, TraverseConfig
 from traverse_crawl.core.errors import ConfigError
 from traverse_crawl.core.seeds import seeds_from_args
 
@@ -27,19 +27,20 @@ _SPIDER_ARGS = ("url", "seeds", "source_id", "content_type")
 
 class Command(ScrapyCrawlCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        if args and args[0] == "traverse":
+        settings = self.settings
+        if settings is not None and args and args[0] == "traverse":
             try:
-                check(self.settings, opts.spargs)
+                check(settings, opts.spargs)
             except ConfigError as exc:
-                if self.settings.get("LOG_FILE"):  # scrapyd: stderr is not the job log
+                if settings.get("LOG_FILE"):  # scrapyd: stderr is not the job log
                     logger.error("%s", exc)
                 raise UsageError(str(exc), print_help=False) from None
         super().run(args, opts)
 
 
-def check(settings: object, spargs: dict[str, str]) -> None:
+def check(settings: SettingsLike, spargs: dict[str, str]) -> None:
     """Everything that can be wrong before the first request, as a ConfigError."""
-    config = TraverseConfig.from_settings(settings)  # type: ignore[arg-type]
+    config = TraverseConfig.from_settings(settings)
     seeds_from_args(**{k: spargs[k] for k in _SPIDER_ARGS if k in spargs})
     for name, path in (
         ("TRAVERSE_MANIFEST_DIR", config.manifest_dir),
