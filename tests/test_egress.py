@@ -8,6 +8,7 @@ name can "rebind" between two lookups the way an attacker's DNS would.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import warnings
 from collections.abc import Iterator
@@ -19,7 +20,7 @@ import pytest_twisted
 from scrapy.exceptions import NotConfigured
 from scrapy.resolver import HostResolution
 from scrapy.utils.test import get_crawler
-from twisted.internet import defer, reactor
+from twisted.internet import defer, reactor, task
 from twisted.internet.address import IPv4Address
 from twisted.internet.error import DNSLookupError
 from twisted.internet.interfaces import IHostnameResolver
@@ -29,6 +30,7 @@ from twisted.names import server as dns_server
 from twisted.web.client import Agent, readBody
 from zope.interface import implementer
 
+from tests.cli import crawl_args, scrapy
 from tests.server import Handler, Reply, Server, serve
 from traverse_crawl.core import egress
 from traverse_crawl.downloadermiddlewares.egress import EgressGuardMiddleware
@@ -293,6 +295,15 @@ async def get(url: str) -> bytes:
         return await readBody(response)  # type: ignore[no-any-return]
 
 
+async def hits(server: Server, path: str, expected: int) -> int:
+    """The server records a hit after writing its reply: give its thread a moment."""
+    for _ in range(100):
+        if server.count(path) >= expected:
+            break
+        await task.deferLater(reactor, 0.01, lambda: None)
+    return server.count(path)
+
+
 @pytest_twisted.ensureDeferred
 async def test_pinned_address_is_the_one_connected_to(server, scripted_dns):
     """``pinned.test`` is unknown to DNS: only the pin can take the connection to the server."""
@@ -309,7 +320,7 @@ async def test_pinned_address_is_the_one_connected_to(server, scripted_dns):
     finally:
         resolver.release(owner)
     assert body == b"<p>pinned</p>"
-    assert server.count("/x") == 1
+    assert await hits(server, "/x", 1) == 1
     assert scripted_dns.queries("pinned.test") == 0
     assert resolver.pinned("pinned.test", port) is None  # released with the last guard
 
@@ -333,7 +344,7 @@ async def test_guarded_resolver_refuses_an_unpinned_non_public_answer(server, sc
         resolver.release(owner)
     # With no guarded crawl left it is an ordinary resolver again.
     assert await get(f"http://sneaky.test:{port}/x") == b"<p>x</p>"
-    assert server.count("/x") == 2
+    assert await hits(server, "/x", 2) == 2
 
 
 @pytest_twisted.ensureDeferred
@@ -386,3 +397,33 @@ async def test_check_url_with_the_system_resolver():
     allowed, refused = await defer.Deferred.fromFuture(asyncio.ensure_future(both()))
     assert allowed is None
     assert refused is not None and refused.kind == "egress-denied"
+
+
+# -- the command line: Scrapy itself installs the pinning resolver ----------------------
+
+
+def test_scrapy_crawl_refuses_loopback_unless_its_origin_is_allowed(server, tmp_path):
+    server.site({"/": "<p>home</p>"})
+    url = server.url("/")
+
+    def run(name: str, *origins: str) -> tuple[Any, dict[str, Any]]:
+        feed = tmp_path / f"{name}.jsonl"
+        args = crawl_args(tmp_path / name, *origins)
+        done = scrapy("crawl", "traverse", "-a", f"url={url}", *args, "-O", str(feed))
+        assert done.returncode == 0, done.stderr
+        (item,) = [json.loads(line) for line in feed.read_text().splitlines()]
+        return done, item
+
+    refused, item = run("refused")
+    message = refusal(url, "127.0.0.1 is a loopback address")
+    assert item["fetch"] == {"error": {"kind": "egress-denied", "message": message}}
+    assert server.paths() == []
+    assert "'egress/denied': 1" in refused.stderr
+    # TWISTED_DNS_RESOLVER names PinnedResolver, so Scrapy installed it, not the guard.
+    assert "installed traverse_crawl.resolver.PinnedResolver" not in refused.stderr
+    assert "ScrapyDeprecationWarning" not in refused.stderr
+
+    allowed, item = run("allowed", server.origin)
+    assert item["fetch"]["snapshot"]["url"] == url
+    assert server.count("/") == 1
+    assert "'egress/allowed_by_setting'" in allowed.stderr
