@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 import warnings
 from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
@@ -48,11 +49,14 @@ class ScriptedAuthority(common.ResolverBase):
     def __init__(self, script: dict[str, list[list[str]]]) -> None:
         super().__init__()
         self.script = script
+        self.silent: set[str] = set()  # names that never get an answer
         self.queries: list[str] = []
 
     def _lookup(self, name: Any, cls: int, qtype: int, timeout: Any) -> defer.Deferred[Any]:
         text = name.decode("ascii") if isinstance(name, bytes) else str(name)
         self.queries.append(text)
+        if text in self.silent:
+            return defer.Deferred()
         answers = self.script.get(text)
         if answers is None:
             return defer.fail(dns_error.DomainError(text))
@@ -281,6 +285,20 @@ async def test_dns_failure_is_a_retried_network_error(scripted_dns, crawl):
     assert fetch["warnings"] == [f"retry 1/1 for {url} after network"]
     assert scripted_dns.queries("nxdomain.test") == 2
     assert "egress/denied" not in result.stats
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_silent_dns_server_is_bounded_by_the_download_timeout(scripted_dns, crawl):
+    scripted_dns.authority.silent.add("slow.test")
+    url = "http://slow.test:9/"
+    settings = {"RETRY_TIMES": 0, "ROBOTSTXT_OBEY": False, "DOWNLOAD_TIMEOUT": 0.3}
+    started = time.monotonic()
+    result = await crawl(settings=settings, url=url)
+    assert time.monotonic() - started < 1.5  # not DNS_TIMEOUT's 60 s
+    assert result.manifest["pages"][0]["fetch"]["error"] == {
+        "kind": "network",
+        "message": "DNS lookup failed for slow.test: no answer within 0.3s",
+    }
 
 
 # -- the resolver on its own, under Twisted's HTTP client ------------------------------

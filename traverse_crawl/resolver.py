@@ -189,11 +189,11 @@ class PinnedResolver:
 
     # -- lookups --------------------------------------------------------------
 
-    def lookup(self, host: str, port: int) -> Deferred[list[str]]:
+    def lookup(self, host: str, port: int, timeout: float | None = None) -> Deferred[list[str]]:
         """Every address of ``host`` from the underlying resolver, ignoring pins.
 
-        Fails with ``defer.TimeoutError`` after ``DNS_TIMEOUT``; an unknown name
-        gives an empty list.
+        Fails with ``defer.TimeoutError`` after ``timeout`` (default ``DNS_TIMEOUT``);
+        an unknown name gives an empty list.
         """
         result: Deferred[list[str]] = Deferred()
 
@@ -202,7 +202,7 @@ class PinnedResolver:
                 result.callback([_host_of(a) for a in addresses])
 
         self.underlying.resolveHostName(_Collector(done), host, port)
-        result.addTimeout(self.timeout, self.reactor)
+        result.addTimeout(self.timeout if timeout is None else timeout, self.reactor)
         return result
 
     def resolveHostName(

@@ -13,7 +13,8 @@ so the connection goes to exactly those addresses (no DNS rebinding window).
 
 Settings: ``TRAVERSE_EGRESS_GUARD`` (default ``True``; ``False`` disables this
 middleware), ``TRAVERSE_EGRESS_ALLOW`` (exact origins exempt from every check;
-their hosts are still resolved once and pinned), ``DNS_TIMEOUT``. In
+their hosts are still resolved once and pinned), ``DNS_TIMEOUT`` and
+``DOWNLOAD_TIMEOUT`` (the lookup is bounded by the shorter). In
 ``TRAVERSE_MODE=replay`` nothing is sent, so the guard is off.
 
 Stats: ``egress/checked`` (requests seen), ``egress/denied``,
@@ -45,6 +46,7 @@ class EgressGuardMiddleware:
             raise NotConfigured
         self.crawler = crawler
         self.allow = config.egress_allow
+        self.download_timeout = config.download_timeout
         self.resolver = PinnedResolver.ensure_installed(crawler)
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
@@ -65,7 +67,19 @@ class EgressGuardMiddleware:
         stats = self.crawler.stats
         if stats is not None:
             stats.inc_value("egress/checked")
-        verdict = await egress.evaluate(request.url, self.allow, self._resolve)
+        # DNS is part of the attempt: DOWNLOAD_TIMEOUT bounds it as well as DNS_TIMEOUT.
+        timeout = min(
+            self.resolver.timeout, request.meta.get("download_timeout", self.download_timeout)
+        )
+
+        async def resolve(host: str, port: int) -> list[str]:
+            try:
+                lookup = self.resolver.lookup(host, port, timeout)
+                return await maybe_deferred_to_future(lookup)
+            except defer.TimeoutError:
+                raise TimeoutError(f"no answer within {timeout:g}s") from None
+
+        verdict = await egress.evaluate(request.url, self.allow, resolve)
         if verdict.error is not None:
             if verdict.error.kind == "egress-denied":
                 if stats is not None:
@@ -78,12 +92,6 @@ class EgressGuardMiddleware:
             stats.inc_value("egress/allowed_by_setting")
         if verdict.addresses:
             self.resolver.pin(verdict.host, verdict.port, verdict.addresses)
-
-    async def _resolve(self, host: str, port: int) -> list[str]:
-        try:
-            return await maybe_deferred_to_future(self.resolver.lookup(host, port))
-        except defer.TimeoutError:
-            raise TimeoutError(f"no answer within DNS_TIMEOUT ({self.resolver.timeout}s)") from None
 
 
 def _host_ports(allow: frozenset[str]) -> list[tuple[str, int]]:
