@@ -24,6 +24,7 @@ from traverse_crawl.core.store import (
     sort_newest_first,
     source_dir_name,
 )
+from traverse_crawl.core.urls import page_id
 
 HELLO_HASH = "e2c6c0ea7c7900c31f953e48d30d5e839801ab90630d751e7c8426ed5859da47"
 
@@ -327,3 +328,18 @@ def test_binary_round_trip_through_files(tmp_path: Path) -> None:
     on_disk = json.loads(Path(path).read_text())
     assert base64.b64decode(on_disk["bodyBytesBase64"]) == raw and "bodyBytes" not in on_disk
     assert store.latest("bin")["bodyBytes"] == raw  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    "seed_id",
+    ["s", "a b", "---", "", "x" * 120, "crawl::1", "caf\u00e9/\U0001f600", "50%"],
+)
+def test_walk_by_seed_prefix_finds_every_page_of_the_seed(tmp_path: Path, seed_id: str) -> None:
+    store = FilesystemSnapshotStore(str(tmp_path))
+    urls = ["http://h/", "http://h/a?b=c", "https://other.test:8443/x"]
+    for url in urls:
+        store.put(_snap("2026-07-01T00:00:00.000Z", url, source_id=page_id(seed_id, url)))
+    store.put(_snap("2026-07-01T00:00:00.000Z", "other seed", source_id=page_id("zz", "http://h/")))
+    prefix = page_id(seed_id, "")
+    found = [s for s in store.walk(seed_id_prefix=prefix) if s["sourceId"].startswith(prefix)]
+    assert sorted(s["body"] for s in found) == sorted(urls)
