@@ -69,6 +69,8 @@ def crawl(tmp_path: Path, request: pytest.FixtureRequest) -> Any:
     """``await crawl(settings={...}, url=...)``: run the traverse spider in-process.
 
     Every server fixture the test uses is allowed through the egress guard.
+    All crawls of one test share its manifest directory unless the settings name
+    another: read ``result.manifest`` before the next crawl overwrites it.
     """
 
     async def run(settings: dict[str, Any] | None = None, **spider_args: Any) -> CrawlResult:

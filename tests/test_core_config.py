@@ -63,3 +63,13 @@ def test_invalid_values_name_the_setting(settings, named):
         config(**settings)
     assert info.value.name == named
     assert str(info.value).startswith(f"{named}: ")
+
+
+def test_seed_ids_must_be_valid_unicode(tmp_path):
+    from traverse_crawl.core.seeds import seeds_from_args
+
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text('{"id": "bad\\ud800", "url": "https://h.test/"}\n', encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        seeds_from_args(seeds=str(seeds))
+    assert info.value.name == "seeds"

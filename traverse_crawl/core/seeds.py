@@ -68,9 +68,17 @@ def read_seeds(path: str) -> list[Seed]:
 
 
 def check_unique(seeds: list[Seed]) -> None:
-    """Two seeds with one id would share page ids, store slots and a manifest file."""
+    """Two seeds with one id would share page ids, store slots and a manifest file.
+
+    An id must also be valid Unicode: a lone surrogate (possible in a JSON seeds
+    file) has no ``encodeURIComponent`` form, so it could not name a page.
+    """
     seen: set[str] = set()
     for seed in seeds:
+        try:
+            seed.id.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ConfigError("seeds", f"seed id {seed.id!r} is not valid Unicode") from None
         if seed.id in seen:
             raise ConfigError("seeds", f"duplicate seed id {seed.id!r}")
         seen.add(seed.id)
