@@ -323,6 +323,6 @@ async def check_url(
 
     The error is ``egress-denied``, or ``network`` when its host does not resolve;
     either way the caller should not let the request go out. The browser resolves
-    again on its own, so this check does not pin (see docs/components/egress.md).
+    again on its own, so this check does not pin (see docs/egress.md).
     """
     return (await evaluate(url, allow, resolve)).error
