@@ -628,6 +628,7 @@ BUCKETS: list[tuple[str, str]] = [
     ("event loop (Twisted/asyncio, other)", r"\((twisted/|asyncio/)"),
 ]
 _BUCKET_RE = [(name, re.compile(pattern)) for name, pattern in BUCKETS]
+GENERIC = 2  # the last two buckets apply only when no specific one matches the stack
 STARTUP = "start-up, imports, shutdown (outside the event loop)"
 
 
@@ -636,18 +637,24 @@ def _bucket(frames: list[str], thread: bool = False) -> str:
         thread or any(f.startswith("BaseEventLoop.run_forever ") for f in frames)
     ):
         return STARTUP
-    for frame in reversed(frames):
-        for name, regex in _BUCKET_RE:
-            if regex.search(frame):
-                return name
+    for patterns in (_BUCKET_RE[:-GENERIC], _BUCKET_RE[-GENERIC:]):
+        for frame in reversed(frames):
+            for name, regex in patterns:
+                if regex.search(frame):
+                    return name
     return "other (threads)" if thread else "other"
 
 
 _IDLE_LEAF = re.compile(r"^(Condition\.wait|wait|_wait_for_tstate_lock|select|poll) \(")
 
 
-def aggregate(raw: Path, rate: int, pages: int, top: int) -> dict[str, Any]:
+def aggregate(raw: Path, cpu_ms_per_page: float, top: int) -> dict[str, Any]:
     """Sample shares per bucket and function from a py-spy raw file.
+
+    py-spy counts a sample whenever the thread is not parked in a wait, also
+    while it is runnable but descheduled by other load; so shares are taken
+    from the profile and converted to milliseconds with ``cpu_ms_per_page``,
+    the CPU time per page measured on unprofiled runs.
 
     Worker-thread samples (Twisted's pool: DNS, store reads and writes) count
     too, except those parked in a wait, which py-spy does not always see as idle.
@@ -675,7 +682,7 @@ def aggregate(raw: Path, rate: int, pages: int, top: int) -> dict[str, Any]:
         self_[names[-1]] += n
 
     def ms_per_page(samples: int) -> float:
-        return round(1000 * samples / rate / pages, 3) if pages else 0.0
+        return round(cpu_ms_per_page * samples / total, 3) if total else 0.0
 
     def share(counter: collections.Counter[str], k: int | None) -> list[dict[str, Any]]:
         return [
@@ -705,17 +712,16 @@ def bench_profile(bench: Bench) -> dict[str, Any]:
     print(f"\n== profile: py-spy at {rate} samples/s, {pages} pages ==")
     RESULTS.mkdir(parents=True, exist_ok=True)
     for name in ("traverse", "plain"):
+        crawl = bench.traverse if name == "traverse" else bench.plain
+        cpu = summary([crawl(f"{name}-cpu-{i}") for i in range(args.runs)])["cpu_ms_per_page"]
         raw = RESULTS / f"profile-{name}.pyspy.txt"
         prefix = [spy, "record", "--format", "raw", "--rate", str(rate), "--output", str(raw), "--"]
-        if name == "traverse":
-            run = bench.traverse("profile-traverse", prefix=prefix)
-        else:
-            run = bench.plain("profile-plain", prefix=prefix)
+        run = crawl(f"profile-{name}", prefix=prefix)
         bench.check(run, pages)
-        out[name] = {"run": run.to_dict(), **aggregate(raw, rate, pages, args.profile_top)}
+        out[name] = {"run": run.to_dict(), **aggregate(raw, cpu, args.profile_top)}
         print(
-            f" {name}: crawl {run.crawl_s:.2f} s under py-spy, {out[name]['samples']} samples "
-            f"= {out[name]['ms_per_page']:.2f} ms/page"
+            f" {name}: {cpu:.2f} ms of CPU per page (median of {args.runs} unprofiled runs); "
+            f"profiled crawl {run.crawl_s:.2f} s, {out[name]['samples']} samples"
         )
     t_b = {b["name"]: b for b in out["traverse"]["buckets"]}
     p_b = {b["name"]: b for b in out["plain"]["buckets"]}
@@ -753,14 +759,19 @@ def _profile_replay(bench: Bench, spy: str, rate: int, live: dict[str, Any]) -> 
     pages = bench.site.pages
     store = bench.scratch / "profile-store"
     bench.check(bench.traverse("profile-capture", mode="capture", store=store), pages)
+    runs = [
+        bench.traverse(f"replay-cpu-{i}", mode="replay", store=store)
+        for i in range(bench.args.runs)
+    ]
+    cpu = summary(runs)["cpu_ms_per_page"]
     raw = RESULTS / "profile-replay.pyspy.txt"
     prefix = [spy, "record", "--format", "raw", "--rate", str(rate), "--output", str(raw), "--"]
     run = bench.traverse("profile-replay", mode="replay", store=store, prefix=prefix)
     bench.check(run, pages)
-    out = {"run": run.to_dict(), **aggregate(raw, rate, pages, bench.args.profile_top)}
+    out = {"run": run.to_dict(), **aggregate(raw, cpu, bench.args.profile_top)}
     print(
-        f"\n replay: crawl {run.crawl_s:.2f} s under py-spy, {out['samples']} samples "
-        f"= {out['ms_per_page']:.2f} ms/page ({out['worker_thread_samples']} in worker threads)"
+        f"\n replay: {cpu:.2f} ms of CPU per page (median of {len(runs)} unprofiled runs); "
+        f"{out['samples']} samples, {out['worker_thread_samples']} of them in worker threads"
     )
     l_b = {b["name"]: b["ms_per_page"] for b in live["buckets"]}
     r_b = {b["name"]: b["ms_per_page"] for b in out["buckets"]}
