@@ -1,8 +1,96 @@
-"""Placeholder while the component is built: changes no setting."""
+"""``RenderAddon``: turns scrapy-playwright on only when pages are rendered (CONTRACT §2).
 
+Listed in ``ADDONS`` by ``settings.py``. When ``TRAVERSE_RENDER`` is ``always`` or
+``on-shell-warning`` and ``TRAVERSE_MODE`` is not ``replay``, it sets, never over
+what the user set:
+
+- ``DOWNLOAD_HANDLERS`` ``http``/``https``: scrapy-playwright's handler (a request
+  without ``meta["playwright"]`` still takes Scrapy's HTTP/1.1 path through it);
+- ``PLAYWRIGHT_BROWSER_TYPE``: ``chromium``;
+- ``PLAYWRIGHT_LAUNCH_OPTIONS``: Debian's ``/usr/bin/chromium``, headless, STACK §2's
+  flags — each key only where the user's dict has none (``traverse_crawl.browser``);
+- ``PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT``: ``DOWNLOAD_TIMEOUT`` in milliseconds;
+- ``PLAYWRIGHT_MAX_PAGES_PER_CONTEXT``: ``CONCURRENT_REQUESTS`` (scrapy-playwright's own
+  default, stated so a lower ``CONCURRENT_REQUESTS`` bounds open pages too).
+
+Then it launches the browser once (``traverse_crawl.browser.check_browser``): a
+browser that cannot start stops the crawl before any request with a
+``ConfigError`` that names ``PLAYWRIGHT_LAUNCH_OPTIONS`` and the executable.
+With rendering off, or in replay, it changes nothing and no browser starts.
+"""
+
+from __future__ import annotations
+
+import logging
 from typing import Any
+
+from scrapy.crawler import Crawler
+from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
+
+from traverse_crawl.browser import check_browser, launch_options
+from traverse_crawl.core.config import TraverseConfig
+from traverse_crawl.core.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+HANDLER = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
 
 
 class RenderAddon:
-    def update_settings(self, settings: Any) -> None:
-        return None
+    def __init__(self, crawler: Crawler | None = None) -> None:
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RenderAddon:
+        return cls(crawler)
+
+    def update_settings(self, settings: BaseSettings) -> None:
+        # Parsed without caching: the crawler's TraverseConfig is parsed later,
+        # from the settings this method has finished changing.
+        config = TraverseConfig.from_settings(settings)
+        if config.render == "never" or config.mode == "replay":
+            return
+        handlers = dict(settings.getdict("DOWNLOAD_HANDLERS"))
+        for scheme in ("http", "https"):
+            handlers.setdefault(scheme, HANDLER)
+        _set(settings, "DOWNLOAD_HANDLERS", handlers)
+        if not settings.get("PLAYWRIGHT_BROWSER_TYPE"):
+            _set(settings, "PLAYWRIGHT_BROWSER_TYPE", "chromium")
+        try:
+            user_options = settings.getdict("PLAYWRIGHT_LAUNCH_OPTIONS")
+        except ValueError as exc:
+            raise ConfigError(
+                "PLAYWRIGHT_LAUNCH_OPTIONS", f"expected a JSON object: {exc}"
+            ) from None
+        options = launch_options(user_options)
+        _set(settings, "PLAYWRIGHT_LAUNCH_OPTIONS", options)
+        if settings.get("PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT") is None:
+            _set(
+                settings,
+                "PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT",
+                round(config.download_timeout * 1000),
+            )
+        if not settings.get("PLAYWRIGHT_MAX_PAGES_PER_CONTEXT"):
+            _set(
+                settings,
+                "PLAYWRIGHT_MAX_PAGES_PER_CONTEXT",
+                settings.getint("CONCURRENT_REQUESTS") or 16,
+            )
+        if settings.get("PLAYWRIGHT_CDP_URL") or settings.get("PLAYWRIGHT_CONNECT_URL"):
+            logger.info("render: using a remote browser; no local start-up check")
+            return
+        browser_type = str(settings.get("PLAYWRIGHT_BROWSER_TYPE"))
+        check_browser(browser_type, options)
+        logger.info(
+            "render: TRAVERSE_RENDER=%s with %s %s",
+            config.render,
+            browser_type,
+            options.get("executable_path") or "(Playwright's own build)",
+        )
+
+
+def _set(settings: BaseSettings, name: str, value: Any) -> None:
+    # A value the user set at a higher priority was read and kept above; writing
+    # the merged value at that priority is what makes the merge take effect.
+    current = settings.getpriority(name) or 0
+    settings.set(name, value, priority=max(current, SETTINGS_PRIORITIES["addon"]))

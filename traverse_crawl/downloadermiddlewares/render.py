@@ -1,9 +1,353 @@
-"""Placeholder while the component is built; disabled."""
+"""Render pages in Chromium through scrapy-playwright (SPEC §11, CONTRACT §2, issue 5).
 
+``TRAVERSE_RENDER`` applies to every page of the crawl:
+
+- ``never``: this middleware is disabled (and the add-on installs no browser).
+- ``always``: every page request is a rendered attempt.
+- ``on-shell-warning``: a plain attempt first; when its final response is a 2xx
+  HTML page that ``core.shell`` calls a JavaScript shell, one rendered attempt of
+  its final URL follows, as a new request that passes egress, robots and
+  politeness again. If that attempt fails, the plain response is kept.
+
+At 540, ``process_request`` runs after egress (90) and robots (100) and marks a
+rendered attempt for scrapy-playwright (``playwright`` and its meta keys; the page
+guard in ``traverse_crawl.pageguard`` answers every browser request). Rendered
+attempts are not retried (``dont_retry``; SPEC §11: the renderer is never retried).
+``process_response`` runs after redirect (600) and retry (550) are done with a
+response, so it sees the final plain response of a page.
+
+A rendered response becomes UTF-8 HTML without ``ETag``/``Last-Modified`` (the
+validators describe the wire bytes, not the DOM) and keeps scrapy-playwright's
+``playwright`` flag, from which the spider records ``rendered: true``. A navigation
+the page guard handed back (a redirect, a non-2xx status, a document that is not
+HTML) continues as the plain response it is: Scrapy's redirect middleware
+follows a redirect (robots, egress and politeness per hop; ``traverse_redirects``
+records the chain), a non-HTML 2xx is captured as fetched, and a non-2xx status
+fails the render (``render of URL reported HTTP N``). A render that fails or
+times out is ``render-error``; a page over ``DOWNLOAD_MAXSIZE`` is ``too-large``.
+
+``fetch.renderEscalation`` (meta ``traverse_render_escalation``, read by the
+spider) is ``{policy, shellWarningDetected, renderAttempted, outcome, renderError?}``
+with the outcomes of SPEC §11: ``not-needed``, ``rendered`` and
+``render-failed-fallback``. As in Traverse, an ``always`` page that failed
+carries none.
+
+Settings: ``TRAVERSE_RENDER``, ``TRAVERSE_RENDER_WAIT_FOR`` (a CSS selector,
+checked at start-up), ``DOWNLOAD_TIMEOUT`` (the whole rendered attempt),
+``DOWNLOAD_MAXSIZE``, ``USER_AGENT`` (the browser's), ``TRAVERSE_EGRESS_GUARD``,
+``TRAVERSE_EGRESS_ALLOW``, ``PLAYWRIGHT_ABORT_REQUEST`` (honoured after egress).
+Meta keys: ``traverse_render`` (this attempt is rendered), ``traverse_render_fallback``
+(the plain response kept for on-shell-warning), ``traverse_render_final`` (the
+page's outcome is settled), ``traverse_render_escalation``, and the page guard's
+``traverse_render_guard``, ``traverse_render_handoff``, ``traverse_render_denied``;
+scrapy-playwright's ``playwright``, ``playwright_context``,
+``playwright_context_kwargs``, ``playwright_page_init_callback``,
+``playwright_page_goto_kwargs``, ``playwright_page_methods``; Scrapy's ``dont_retry``,
+``dont_redirect``.
+Stats: ``render/attempts``, ``render/rendered``, ``render/shell_detected``,
+``render/failed``, ``render/fallback``, ``render/handed_back``, ``render/not_html``,
+and the page guard's.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+import cssselect
+from playwright.async_api import TimeoutError as PlaywrightTimeoutError
+from scrapy import Request, signals
+from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
+from scrapy.http import Headers, Response, TextResponse
+from scrapy.responsetypes import responsetypes
+from scrapy.utils.misc import load_object
+from scrapy_playwright.page import PageMethod
+
+from traverse_crawl.config import get_config
+from traverse_crawl.core import shell
+from traverse_crawl.core.errors import ConfigError, FetchError
+from traverse_crawl.core.snapshot import decode_text, resolve_content_type
+from traverse_crawl.exceptions import PageFailed
+from traverse_crawl.pageguard import (
+    DENIED,
+    GUARD_KEY,
+    HANDOFF,
+    INIT_CALLBACK,
+    PageGuard,
+    RenderWaitTimeout,
+    settle,
+)
+
+logger = logging.getLogger(__name__)
+
+RENDER = "traverse_render"
+FALLBACK = "traverse_render_fallback"
+FINAL = "traverse_render_final"
+ESCALATION = "traverse_render_escalation"
+CONTEXT = "traverse"
+
+# Per-attempt keys: never carried from one attempt to the next.
+_ATTEMPT_KEYS = (HANDOFF, DENIED, FINAL)
+# Keys of the plain attempt that must not follow it into the rendered one.
+_PLAIN_ONLY = ("retry_times", "traverse_retry_of", "traverse_backoff", "download_latency")
+_CONDITIONAL = (b"If-None-Match", b"If-Modified-Since")
+
+
+def escalation(
+    policy: str, detected: bool, attempted: bool, outcome: str, error: FetchError | None = None
+) -> dict[str, Any]:
+    """A ``renderEscalation`` object, camelCase as in Traverse's manifest (CONTRACT §3)."""
+    value: dict[str, Any] = {
+        "policy": policy,
+        "shellWarningDetected": detected,
+        "renderAttempted": attempted,
+        "outcome": outcome,
+    }
+    if error is not None:
+        value["renderError"] = error.to_dict()
+    return value
+
+
+def is_page(meta: dict[str, Any]) -> bool:
+    return "traverse_page_id" in meta and not meta.get("traverse_robots")
 
 
 class RenderMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        config = get_config(crawler)
+        if config.render == "never" or config.mode == "replay":
+            raise NotConfigured
+        self.crawler = crawler
+        self.policy = config.render
+        self.timeout_ms = round(config.download_timeout * 1000)
+        self.maxsize = config.download_maxsize
+        wait_for = config.render_wait_for.strip()
+        if wait_for:
+            try:
+                cssselect.parse(wait_for)
+            except cssselect.SelectorSyntaxError as exc:
+                raise ConfigError(
+                    "TRAVERSE_RENDER_WAIT_FOR", f"expected a CSS selector, got {wait_for!r}: {exc}"
+                ) from None
+        abort = crawler.settings.get("PLAYWRIGHT_ABORT_REQUEST")
+        self.guard = PageGuard(
+            f"{id(crawler):x}-{uuid.uuid4().hex[:8]}",
+            egress_guard=config.egress_guard,
+            allow=config.egress_allow,
+            timeout=config.download_timeout,
+            wait_for=f"css={wait_for}" if wait_for else "",
+            stats=crawler.stats,
+            abort_request=load_object(abort) if abort else None,
+        )
+        self.guard.register()
+        crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
+        self.context_kwargs = {
+            "user_agent": config.user_agent,
+            "service_workers": "block",
+            "accept_downloads": False,
+            # Scrapy's HTTP client does not verify certificates either.
+            "ignore_https_errors": True,
+        }
+
     @classmethod
-    def from_crawler(cls, crawler):  # type: ignore[no-untyped-def]
-        raise NotConfigured
+    def from_crawler(cls, crawler: Crawler) -> RenderMiddleware:
+        return cls(crawler)
+
+    def engine_stopped(self) -> None:
+        self.guard.unregister()
+
+    def _inc(self, key: str) -> None:
+        if self.crawler.stats is not None:
+            self.crawler.stats.inc_value(key)
+
+    # -- requests -------------------------------------------------------------
+
+    def process_request(self, request: Request) -> None:
+        meta = request.meta
+        if not is_page(meta):
+            return
+        for key in _ATTEMPT_KEYS:
+            meta.pop(key, None)
+        if self.policy == "always":
+            meta.setdefault(RENDER, True)
+        if not meta.get(RENDER):
+            meta[ESCALATION] = escalation(self.policy, False, False, "not-needed")
+            return
+        self._inc("render/attempts")
+        meta.update(
+            {
+                "playwright": True,
+                "playwright_context": CONTEXT,
+                "playwright_context_kwargs": dict(self.context_kwargs),
+                "playwright_page_init_callback": INIT_CALLBACK,
+                "playwright_page_goto_kwargs": {
+                    "wait_until": "domcontentloaded",
+                    "timeout": self.timeout_ms,
+                },
+                "playwright_page_methods": [PageMethod(settle, self.guard.key)],
+                GUARD_KEY: self.guard.key,
+                "dont_retry": True,
+            }
+        )
+
+    # -- responses ------------------------------------------------------------
+
+    def process_response(self, request: Request, response: Response) -> Request | Response:
+        meta = request.meta
+        if not is_page(meta) or meta.get(FINAL):
+            return response
+        if meta.get(RENDER):
+            return self._rendered(request, response)
+        if self.policy == "on-shell-warning":
+            return self._maybe_escalate(request, response)
+        return response
+
+    def _rendered(self, request: Request, response: Response) -> Response:
+        meta = request.meta
+        url = response.url
+        if "playwright" not in response.flags:
+            # The navigation's own response, handed back by the page guard.
+            location = response.headers.get(b"Location")
+            if 300 <= response.status < 400 and location:
+                target = location.decode("latin-1")
+                error = FetchError("render-error", f"render of {url} was redirected to {target}")
+                return self._fail(request, error)
+            if not 200 <= response.status < 300:
+                error = FetchError(
+                    "http-error",
+                    f"render of {url} reported HTTP {response.status}",
+                    response.status,
+                )
+                return self._fail(request, error)
+            if FALLBACK in meta:
+                error = FetchError("render-error", f"render of {url}: the document is not HTML")
+                return self._fail(request, error)
+            self._inc("render/not_html")
+            meta[FINAL] = True
+            meta[ESCALATION] = escalation(self.policy, False, False, "not-needed")
+            return response
+        if not 200 <= response.status < 300:
+            error = FetchError(
+                "http-error", f"render of {url} reported HTTP {response.status}", response.status
+            )
+            return self._fail(request, error)
+        # scrapy-playwright encodes the DOM in the page's declared charset; the
+        # spider reads a rendered body as UTF-8 (SPEC §11: the HTML string).
+        body = (
+            response.text.encode("utf-8") if isinstance(response, TextResponse) else response.body
+        )
+        if self.maxsize and len(body) > self.maxsize:
+            error = FetchError("too-large", f"snapshot from {url} exceeds {self.maxsize} bytes")
+            return self._fail(request, error)
+        headers = response.headers.copy()
+        for name in (b"ETag", b"Last-Modified", b"Content-Encoding", b"Content-Length"):
+            headers.pop(name, None)
+        headers[b"Content-Type"] = b"text/html; charset=utf-8"
+        self._inc("render/rendered")
+        meta[FINAL] = True
+        meta[ESCALATION] = escalation(
+            self.policy, self.policy == "on-shell-warning", True, "rendered"
+        )
+        if isinstance(response, TextResponse):
+            return response.replace(body=body, headers=headers, encoding="utf-8")
+        return response.replace(body=body, headers=headers)
+
+    def _maybe_escalate(self, request: Request, response: Response) -> Request | Response:
+        meta = request.meta
+        if not 200 <= response.status < 300:
+            return response
+        snapshot = meta.get("traverse_snapshot")
+        if isinstance(snapshot, dict) and snapshot.get("notModified"):
+            return response  # SPEC §11: a trustworthy 304 never renders
+        header = response.headers.get(b"Content-Type")
+        content_type = header.decode("latin-1") if header else None
+        if resolve_content_type(content_type, meta.get("traverse_hint")) != "html":
+            return response
+        signals_ = shell.inspect(decode_text(response.body, content_type))
+        if not signals_.suspected:
+            return response
+        self._inc("render/shell_detected")
+        logger.debug("render: %s is a JavaScript shell (%s)", response.url, signals_.describe())
+        new_meta = {k: v for k, v in meta.items() if k not in _PLAIN_ONLY}
+        new_meta[RENDER] = True
+        new_meta[FALLBACK] = _freeze(response)
+        # The rendered attempt's warnings are its own; a fallback restores these.
+        new_meta["traverse_warnings"] = list(meta.get("traverse_warnings") or [])
+        new_meta[FALLBACK]["warnings"] = list(new_meta["traverse_warnings"])
+        # The plain attempt already followed the redirects to this URL; a redirect
+        # now fails the render, and the plain page is kept.
+        new_meta["dont_redirect"] = True
+        new_meta.pop(ESCALATION, None)
+        headers = request.headers.copy()
+        for name in _CONDITIONAL:
+            headers.pop(name, None)
+        return request.replace(url=response.url, meta=new_meta, headers=headers, dont_filter=True)
+
+    # -- failures -------------------------------------------------------------
+
+    def process_exception(self, request: Request, exception: Exception) -> Response | None:
+        meta = request.meta
+        if not is_page(meta) or meta.get(FINAL):
+            return None
+        if not meta.get(RENDER):
+            if self.policy == "on-shell-warning":
+                meta.setdefault(ESCALATION, escalation(self.policy, False, False, "not-needed"))
+            return None
+        handoff = meta.pop(HANDOFF, None)
+        if handoff is not None:
+            self._inc("render/handed_back")
+            return _thaw(handoff, request)
+        return self._fail(request, self._error(request, exception))
+
+    def _error(self, request: Request, exception: Exception) -> FetchError:
+        meta = request.meta
+        if isinstance(exception, PageFailed):
+            return exception.error
+        denied = meta.pop(DENIED, None)
+        if denied is not None:
+            return FetchError.from_dict(denied)
+        if isinstance(exception, RenderWaitTimeout):
+            return FetchError("render-error", f"render of {request.url}: {exception}")
+        if isinstance(exception, PlaywrightTimeoutError):
+            return FetchError(
+                "render-error", f"render of {request.url} timed out after {self.timeout_ms}ms"
+            )
+        text = str(exception).strip() or type(exception).__name__
+        return FetchError("render-error", f"render of {request.url} failed: {text.splitlines()[0]}")
+
+    def _fail(self, request: Request, error: FetchError) -> Response:
+        """Keep the plain page (on-shell-warning), or fail the page with ``error``."""
+        meta = request.meta
+        self._inc("render/failed")
+        logger.debug("render failed: %s (%s)", request.url, error.message)
+        meta[FINAL] = True
+        plain = meta.get(FALLBACK)
+        if plain is None:
+            raise PageFailed(error)
+        self._inc("render/fallback")
+        meta[ESCALATION] = escalation(self.policy, True, True, "render-failed-fallback", error)
+        meta["traverse_warnings"] = list(plain.get("warnings", []))
+        return _thaw(plain, request)
+
+
+def _freeze(response: Response) -> dict[str, Any]:
+    """A plain response as picklable data, to travel in meta (JOBDIR)."""
+    return {
+        "url": response.url,
+        "status": response.status,
+        "headers": [(k, v) for k, values in response.headers.items() for v in values],
+        "body": response.body,
+    }
+
+
+def _thaw(data: dict[str, Any], request: Request) -> Response:
+    headers = Headers()
+    for name, value in data["headers"]:
+        headers.appendlist(name, value)
+    # route.fetch() already decoded the body.
+    headers.pop(b"Content-Encoding", None)
+    body: bytes = data["body"]
+    cls = responsetypes.from_args(headers=headers, url=data["url"], body=body)
+    return cls(url=data["url"], status=data["status"], headers=headers, body=body, request=request)

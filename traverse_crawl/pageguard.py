@@ -1,0 +1,335 @@
+"""The browser side of rendering: what a rendered page may fetch, and when it is taken.
+
+scrapy-playwright calls :func:`init_page` (meta ``playwright_page_init_callback``)
+for every rendered request, after creating the page and before navigating. It
+installs one route for every request the page makes, and the route answers each
+request itself — the browser's own network stack never sends anything:
+
+- **Egress** (CONTRACT §2): every URL is checked with ``core.egress.check_url``
+  (unless ``TRAVERSE_EGRESS_GUARD`` is off); a refused one is aborted before
+  anything is sent, and so is a URL whose host does not resolve.
+- **Redirects** are never left to the browser, which would follow them without
+  asking the route again (Playwright: "the handler will only be called for the
+  first url if the response is a redirect"). Each request is fetched with
+  ``max_redirects=0``; a sub-resource's redirect hops are followed here, each hop
+  checked, and the final answer is fulfilled.
+- **The navigation** (the first main-frame request) is fetched the same way. A
+  redirect, a status outside 2xx or a document that is not HTML is handed back
+  to Scrapy instead of being rendered (meta ``traverse_render_handoff``): the
+  render middleware turns it into a plain response, so Scrapy's redirect
+  middleware follows the hop with robots, egress and politeness, and a PDF is
+  captured as a PDF. Later main-frame navigations (script or meta-refresh
+  redirects) are blocked, with a page warning: a rendered page is the document
+  Scrapy asked for, and robots.txt is never bypassed.
+- WebSockets are checked like requests; service workers are blocked (context
+  option) and anything no page route answers (popups) is aborted by a route on
+  the browser context.
+
+:func:`settle` (a ``PageMethod``) decides when the page is taken: once
+``TRAVERSE_RENDER_WAIT_FOR`` is attached to the DOM, else once the network is
+idle, both within ``DOWNLOAD_TIMEOUT`` from the start of the attempt. A page
+that never goes idle is taken anyway, with the warning
+``render: networkidle fallback used after <ms>ms`` (forage's, SPEC §18.6); a
+selector that never appears fails the render.
+
+Meta keys: ``traverse_render_guard`` (read: which :class:`PageGuard`),
+``traverse_render_handoff`` and ``traverse_render_denied`` (set for the render
+middleware), ``traverse_warnings`` (appended to).
+Stats: ``render/egress_blocked``, ``render/navigation_blocked``, ``render/popup_blocked``,
+``render/aborted_by_setting``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import weakref
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from playwright.async_api import (
+    APIRequestContext,
+    APIResponse,
+    BrowserContext,
+    Page,
+    Route,
+    WebSocketRoute,
+)
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Request as BrowserRequest
+from playwright.async_api import TimeoutError as PlaywrightTimeoutError
+
+from traverse_crawl.core import egress, urls
+from traverse_crawl.core.errors import FetchError
+from traverse_crawl.core.snapshot import resolve_content_type
+
+logger = logging.getLogger(__name__)
+
+GUARD_KEY = "traverse_render_guard"
+HANDOFF = "traverse_render_handoff"
+DENIED = "traverse_render_denied"
+INIT_CALLBACK = f"{__name__}.init_page"
+
+# Chromium's own limit on a redirect chain.
+MAX_SUBRESOURCE_REDIRECTS = 20
+# Headers the browser computes for one hop; never copied onto the next.
+_HOP_HEADERS = frozenset({"host", "cookie", "content-length", "if-none-match", "if-modified-since"})
+
+# Every guard of a running crawl, by key: meta holds the key, never the object,
+# so requests stay picklable (JOBDIR).
+GUARDS: dict[str, PageGuard] = {}
+
+
+class Stats(Protocol):
+    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None: ...
+
+
+class RenderWaitTimeout(Exception):
+    """``TRAVERSE_RENDER_WAIT_FOR`` did not appear in time: the render failed."""
+
+
+@dataclass
+class PageState:
+    """One rendered attempt: the Scrapy request's meta and the attempt's deadline."""
+
+    meta: dict[str, Any]
+    deadline: float
+    api: APIRequestContext
+    navigated: bool = False
+    verdicts: dict[str, FetchError | None] = field(default_factory=dict)
+
+    def remaining_ms(self) -> float:
+        return max(1.0, (self.deadline - time.monotonic()) * 1000)
+
+    def warn(self, warning: str) -> None:
+        warnings: list[str] = self.meta.setdefault("traverse_warnings", [])
+        if warning not in warnings:
+            warnings.append(warning)
+
+
+class PageGuard:
+    """The route, WebSocket and wait logic shared by every page of one crawl."""
+
+    def __init__(
+        self,
+        key: str,
+        *,
+        egress_guard: bool,
+        allow: frozenset[str],
+        timeout: float,
+        wait_for: str,
+        stats: Stats | None,
+        abort_request: Callable[[BrowserRequest], bool | Awaitable[bool]] | None = None,
+    ) -> None:
+        self.key = key
+        self.egress_guard = egress_guard
+        self.allow = allow
+        self.timeout = timeout
+        self.wait_for = wait_for
+        self.stats = stats
+        self.abort_request = abort_request
+        self.pages: weakref.WeakKeyDictionary[Page, PageState] = weakref.WeakKeyDictionary()
+        self.contexts: weakref.WeakSet[BrowserContext] = weakref.WeakSet()
+
+    def register(self) -> None:
+        GUARDS[self.key] = self
+
+    def unregister(self) -> None:
+        GUARDS.pop(self.key, None)
+
+    def _inc(self, key: str) -> None:
+        if self.stats is not None:
+            self.stats.inc_value(key)
+
+    # -- set-up ---------------------------------------------------------------
+
+    async def init_page(self, page: Page, meta: dict[str, Any]) -> None:
+        context = page.context
+        state = PageState(meta, time.monotonic() + self.timeout, context.request)
+        self.pages[page] = state
+        if context not in self.contexts:
+            self.contexts.add(context)
+            # Page routes win over context routes, so this one answers only what
+            # no guarded page owns: popups and anything else outside a page.
+            await context.route("**", self._refuse_unowned)
+            await context.route_web_socket("**", self._close_unowned)
+        page.on("popup", self._close_popup)
+
+        async def on_route(route: Route) -> None:
+            await self._on_route(state, route)
+
+        async def on_websocket(ws: WebSocketRoute) -> None:
+            await self._on_websocket(state, ws)
+
+        # Registered after scrapy-playwright's own route, so this one runs first
+        # and answers every request; theirs (continue_, which lets the browser
+        # follow redirects) is never reached.
+        await page.route("**", on_route)
+        await page.route_web_socket("**", on_websocket)
+
+    async def _refuse_unowned(self, route: Route) -> None:
+        self._inc("render/popup_blocked")
+        with suppress(PlaywrightError):
+            await route.abort("blockedbyclient")
+
+    async def _close_unowned(self, ws: WebSocketRoute) -> None:
+        with suppress(PlaywrightError):
+            await ws.close()
+
+    async def _close_popup(self, popup: Page) -> None:
+        self._inc("render/popup_blocked")
+        with suppress(PlaywrightError):
+            await popup.close()
+
+    # -- requests -------------------------------------------------------------
+
+    async def _refusal(self, state: PageState, url: str) -> FetchError | None:
+        if not self.egress_guard:
+            return None
+        key = urls.origin(url) or url
+        if key not in state.verdicts:
+            try:
+                verdict = await asyncio.wait_for(
+                    egress.check_url(url, self.allow), state.remaining_ms() / 1000
+                )
+            except asyncio.TimeoutError:
+                verdict = FetchError("network", f"DNS lookup for {url} timed out")
+            state.verdicts[key] = verdict
+        return state.verdicts[key]
+
+    async def _on_route(self, state: PageState, route: Route) -> None:
+        request = route.request
+        try:
+            refusal = await self._refusal(state, request.url)
+            main = request.is_navigation_request() and request.frame.parent_frame is None
+            if refusal is not None:
+                self._inc("render/egress_blocked")
+                logger.debug("render: refused %s (%s)", request.url, refusal.message)
+                if main and not state.navigated:
+                    state.meta[DENIED] = refusal.to_dict()
+                await route.abort("blockedbyclient")
+                return
+            if self.abort_request is not None:
+                verdict = self.abort_request(request)
+                if isinstance(verdict, Awaitable):
+                    verdict = await verdict
+                if verdict:
+                    self._inc("render/aborted_by_setting")
+                    await route.abort("blockedbyclient")
+                    return
+            if main:
+                await self._navigate(state, route)
+            else:
+                await self._fetch(state, route)
+        except Exception as exc:  # the I/O edge: a request that fails is aborted
+            logger.debug("render: %s failed: %s", request.url, exc)
+            with suppress(PlaywrightError):
+                await route.abort("failed")
+
+    async def _navigate(self, state: PageState, route: Route) -> None:
+        request = route.request
+        if state.navigated:
+            self._inc("render/navigation_blocked")
+            state.warn(f"render: blocked a client-side navigation to {request.url}")
+            await route.abort("blockedbyclient")
+            return
+        state.navigated = True
+        headers = {k: v for k, v in (await request.all_headers()).items() if k not in _HOP_HEADERS}
+        response = await route.fetch(headers=headers, max_redirects=0, timeout=state.remaining_ms())
+        content_type = response.headers.get("content-type")
+        if 200 <= response.status < 300 and resolve_content_type(content_type) == "html":
+            await route.fulfill(response=response)
+            return
+        state.meta[HANDOFF] = {
+            "url": response.url,
+            "status": response.status,
+            "headers": [(h["name"], h["value"]) for h in response.headers_array],
+            "body": await response.body(),
+        }
+        await response.dispose()
+        await route.abort("blockedbyclient")
+
+    async def _fetch(self, state: PageState, route: Route) -> None:
+        request = route.request
+        url = request.url
+        response: APIResponse = await route.fetch(max_redirects=0, timeout=state.remaining_ms())
+        hops = 0
+        while 300 <= response.status < 400 and "location" in response.headers:
+            hops += 1
+            target = urls.normalize(response.headers["location"], url)
+            await response.dispose()
+            if target is None or hops > MAX_SUBRESOURCE_REDIRECTS:
+                await route.abort("failed")
+                return
+            refusal = await self._refusal(state, target)
+            if refusal is not None:
+                self._inc("render/egress_blocked")
+                logger.debug("render: refused redirect to %s (%s)", target, refusal.message)
+                await route.abort("blockedbyclient")
+                return
+            keep_method = response.status in (307, 308)
+            headers = {
+                k: v for k, v in (await request.all_headers()).items() if k not in _HOP_HEADERS
+            }
+            response = await state.api.fetch(
+                target,
+                method=request.method if keep_method else "GET",
+                headers=headers,
+                data=request.post_data_buffer if keep_method else None,
+                max_redirects=0,
+                timeout=state.remaining_ms(),
+            )
+            url = target
+        await route.fulfill(response=response)
+
+    async def _on_websocket(self, state: PageState, ws: WebSocketRoute) -> None:
+        refusal = await self._refusal(state, ws.url)
+        if refusal is not None:
+            self._inc("render/egress_blocked")
+            with suppress(PlaywrightError):
+                await ws.close()
+            return
+        ws.connect_to_server()
+
+    # -- taking the page ------------------------------------------------------
+
+    async def settle(self, page: Page) -> None:
+        state = self.pages.get(page)
+        remaining = state.remaining_ms() if state is not None else self.timeout * 1000
+        budget = round(self.timeout * 1000)
+        if self.wait_for:
+            try:
+                await page.wait_for_selector(self.wait_for, state="attached", timeout=remaining)
+            except PlaywrightTimeoutError:
+                raise RenderWaitTimeout(
+                    f"TRAVERSE_RENDER_WAIT_FOR {self.wait_for!r} did not appear within {budget}ms"
+                ) from None
+            return
+        try:
+            await page.wait_for_load_state("networkidle", timeout=remaining)
+        except PlaywrightTimeoutError:
+            if state is not None:
+                state.warn(f"render: networkidle fallback used after {budget}ms")
+
+
+async def init_page(page: Page, request: Any) -> None:
+    """scrapy-playwright's page init callback: guard the page, or close it.
+
+    scrapy-playwright only logs an exception raised here and navigates anyway, so
+    a page that could not be guarded is closed: its navigation then fails.
+    """
+    try:
+        guard = GUARDS[request.meta[GUARD_KEY]]
+        await guard.init_page(page, request.meta)
+    except BaseException:
+        with suppress(PlaywrightError):
+            await page.close()
+        raise
+
+
+async def settle(page: Page, key: str) -> None:
+    """The ``PageMethod`` that waits until the page is taken (module docstring)."""
+    await GUARDS[key].settle(page)
