@@ -579,6 +579,9 @@ def bench_replay(bench: Bench, live: dict[str, Any] | None) -> dict[str, Any]:
 
 # Where a sample's time goes: the deepest frame of its stack that matches one of
 # these (first pattern wins within a frame). Frames are py-spy's "func (path:line)".
+# Twisted runs Deferred callbacks inline, so one stack often goes from the HTTP
+# parser through the downloader into the spider: the deepest match is the one
+# that did the work.
 BUCKETS: list[tuple[str, str]] = [
     (
         "HTTP client (Twisted HTTP/1.1, TCP)",
@@ -614,7 +617,10 @@ BUCKETS: list[tuple[str, str]] = [
         r"\((traverse_crawl/core/egress|traverse_crawl/resolver|"
         r"scrapy/resolver|twisted/internet/_resolver)",
     ),
-    ("spider callback (own code)", r"^(TraverseSpider|PlainSpider)\.|\(traverse_crawl/"),
+    (
+        "spider callback (own code)",
+        r"^(TraverseSpider|PlainSpider)\.|\(traverse_crawl/(spiders|items|errors|signals)",
+    ),
     (
         "stats, signals, logging, extensions",
         r"\((scrapy/statscollectors|scrapy/signalmanager|pydispatch/|logging/|scrapy/logformatter|"
@@ -625,10 +631,9 @@ BUCKETS: list[tuple[str, str]] = [
         r"^_parallel_asyncio|^(BaseEventLoop\.)?create_task |^_wait |\(asyncio/queues",
     ),
     ("Scrapy engine, downloader, scraper (other)", r"\(scrapy/"),
-    ("event loop (Twisted/asyncio, other)", r"\((twisted/|asyncio/)"),
+    ("event loop (Twisted/asyncio, other)", r"\(twisted/"),
 ]
 _BUCKET_RE = [(name, re.compile(pattern)) for name, pattern in BUCKETS]
-GENERIC = 2  # the last two buckets apply only when no specific one matches the stack
 STARTUP = "start-up, imports, shutdown (outside the event loop)"
 
 
@@ -637,12 +642,15 @@ def _bucket(frames: list[str], thread: bool = False) -> str:
         thread or any(f.startswith("BaseEventLoop.run_forever ") for f in frames)
     ):
         return STARTUP
-    for patterns in (_BUCKET_RE[:-GENERIC], _BUCKET_RE[-GENERIC:]):
-        for frame in reversed(frames):
-            for name, regex in patterns:
-                if regex.search(frame):
-                    return name
-    return "other (threads)" if thread else "other"
+    # The deepest frame that names a bucket wins, so a cost is charged to the
+    # component that asked for it: asyncio's own frames match no bucket (but the
+    # task fan-out's), and the Twisted/Scrapy catch-alls only match where no
+    # more specific frame lies deeper.
+    for frame in reversed(frames):
+        for name, regex in _BUCKET_RE:
+            if regex.search(frame):
+                return name
+    return "other (threads)" if thread else "event loop (Twisted/asyncio, other)"
 
 
 _IDLE_LEAF = re.compile(r"^(Condition\.wait|wait|_wait_for_tstate_lock|select|poll) \(")
