@@ -291,6 +291,7 @@ class Bench:
             "-s", f"CLOSESPIDER_ITEMCOUNT={pages}",
             "-s", "LOG_LEVEL=INFO",
             *self._concurrency(concurrency),
+            *(arg for setting in self.args.plain_set for arg in ("-s", setting)),
         ]  # fmt: skip
         # Outside the project: no scrapy.cfg above ``work``, no settings module.
         env = {k: v for k, v in os.environ.items() if k != "SCRAPY_SETTINGS_MODULE"}
@@ -855,6 +856,13 @@ def main(argv: list[str] | None = None) -> int:
         metavar="NAME=VALUE",
         help="an extra Scrapy setting for the traverse runs only (repeatable), to try a knob",
     )
+    parser.add_argument(
+        "--plain-set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an extra Scrapy setting for the plain spider's runs only (repeatable)",
+    )
     args = parser.parse_args(argv)
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(line_buffering=True)  # progress shows when piped to a file
@@ -874,6 +882,7 @@ def main(argv: list[str] | None = None) -> int:
         "max_depth": MAX_DEPTH,
         "crawl_time": "Scrapy's elapsed_time_seconds (spider opened -> closed)",
         "traverse_extra_settings": args.set,
+        "plain_extra_settings": args.plain_set,
     }
     print(
         f"site: {bench.site.pages} pages, mean {bench.site.total_bytes / bench.site.pages:.0f} "
