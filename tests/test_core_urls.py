@@ -99,3 +99,24 @@ def test_page_ids(seed_id, url, page_id):
 )
 def test_origins(url, origin):
     assert urls.origin(url) == origin
+
+
+def test_userinfo_links_are_same_origin():
+    found = discover_links('<a href="https://user:pw@example.test/x#f">x</a>', BASE, ORIGIN)
+    assert found == ["https://user:pw@example.test/x"]
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("https://example.test/a", True),
+        ("https://example.test", False),
+        ("https://example.test.evil/a", False),
+        ("https://example.test:8443/a", False),
+        ("http://example.test/a", False),
+        ("https://u:p@example.test/a", True),
+        ("https://example.test@evil.test/a", False),
+    ],
+)
+def test_same_origin(url, expected):
+    assert urls.same_origin(url, ORIGIN) is expected

@@ -46,8 +46,25 @@ DEFAULT_REQUEST_HEADERS = {"Accept": "text/html,application/xhtml+xml,text/plain
 # Fairness between origins: the scheduler hands out requests of the origin slot
 # with the fewest active downloads, so one slow origin never starves another.
 SCHEDULER_PRIORITY_QUEUE = "scrapy.pqueues.DownloaderAwarePriorityQueue"
+# Breadth first: requests have priority -depth (few distinct levels: Scrapy keeps
+# one queue per level) and leave each level in the order they were admitted.
+SCHEDULER_MEMORY_QUEUE = "scrapy.squeues.FifoMemoryQueue"
+SCHEDULER_DISK_QUEUE = "scrapy.squeues.PickleFifoDiskQueue"
 CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 8
+# Each response yields one item; Scrapy starts CONCURRENT_ITEMS worker tasks per
+# response to process its output, so more than one is pure overhead here.
+CONCURRENT_ITEMS = 1
+
+# Spider middlewares that would change the crawl: Traverse sends no Referer; the
+# frontier owns depth (the spider sets Scrapy's ``depth`` key to the BFS depth,
+# which DepthMiddleware would recompute from the callback's response); and a
+# request dropped silently (URLLENGTH_LIMIT) would leave its page unrecorded.
+SPIDER_MIDDLEWARES = {
+    "scrapy.spidermiddlewares.referer.RefererMiddleware": None,
+    "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
+    "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware": None,
+}
 
 # Downloader middlewares, in process_request order. Ours replace the built-ins
 # that do the same job (STYLE §4); process_response runs bottom-up.

@@ -71,6 +71,7 @@ class Frontier:
         self.page_notes: list[list[str]] = []  # crawl-level warnings of each page
         self.store_warnings: dict[int, str] = {}
         self.stop_reason: str | None = None
+        self._id_prefix = urls.page_id(seed_id, "")  # encodeURIComponent(seed id) + "::"
 
     # -- admission -----------------------------------------------------------
 
@@ -83,7 +84,7 @@ class Frontier:
         out = []
         while self.admitted < len(self.queue) and self.admitted < self.max_pages:
             url, depth = self.queue[self.admitted]
-            out.append(Admission(self.admitted, url, depth, urls.page_id(self.seed_id, url)))
+            out.append(Admission(self.admitted, url, depth, self._id_prefix + url))
             self.admitted += 1
         return out
 
@@ -95,7 +96,7 @@ class Frontier:
         """The manifest's page object for an admitted URL (CONTRACT §3)."""
         url, depth = self.queue[index]
         page: dict[str, Any] = {
-            "id": urls.page_id(self.seed_id, url),
+            "id": self._id_prefix + url,
             "url": url,
             "depth": depth,
             "fetch": outcome.fetch,

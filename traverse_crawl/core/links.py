@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 
+import ada_url
 from lxml import etree, html
 
 from traverse_crawl.core import urls
@@ -43,21 +44,32 @@ def discover_links(body: str, page_url: str, seed_origin: str) -> list[str]:
             if resolved is not None:
                 base = resolved
         break
+    # Anchors inside <template> are inert content, as in Traverse's DOM parser;
+    # the XPath that excludes them costs more, so it runs only when needed.
+    if root.find(".//template") is None:
+        anchors = root.iter("a")
+    else:
+        anchors = root.xpath("//a[@href][not(ancestor::template)]")
+    # A serialised http(s) URL on the seed's origin starts with the origin and
+    # "/"; other origins and schemes never do. ``join_url`` resolves in C and
+    # returns that serialisation, three times faster than URL objects.
+    prefix = seed_origin + "/"
     found: list[str] = []
     seen: set[str] = set()
-    # Anchors inside <template> are inert content, as in Traverse's DOM parser.
-    for anchor in root.xpath("//a[@href][not(ancestor::template)]"):
+    for anchor in anchors:
         href = anchor.get("href")
         if not href:
             continue
-        url = urls.parse(href, base)
-        if url is None or url.protocol not in urls.HTTP_SCHEMES:
+        try:
+            resolved = ada_url.join_url(base, href)
+        except ValueError:
             continue
-        if url.origin != seed_origin:
+        if not resolved.startswith(prefix) and not urls.same_origin(resolved, seed_origin):
             continue
-        url.hash = ""
-        href_norm = str(url.href)
-        if href_norm not in seen:
-            seen.add(href_norm)
-            found.append(href_norm)
+        cut = resolved.find("#")
+        if cut >= 0:
+            resolved = resolved[:cut]
+        if resolved not in seen:
+            seen.add(resolved)
+            found.append(resolved)
     return found

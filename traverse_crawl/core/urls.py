@@ -38,6 +38,17 @@ def origin(url: str) -> str:
     return str(parsed.origin)
 
 
+def same_origin(url: str, expected_origin: str) -> bool:
+    """Whether a serialised URL is on ``expected_origin``.
+
+    A serialised http(s) URL on an origin starts with the origin and "/"; only a
+    URL with userinfo needs the full parse (the origin leaves userinfo out).
+    """
+    if url.startswith(expected_origin + "/"):
+        return True
+    return "@" in url and origin(url) == expected_origin
+
+
 def encode_uri_component(value: str) -> str:
     """JavaScript's ``encodeURIComponent`` (SPEC §13.5)."""
     return quote(value, safe="!~*'()")

@@ -31,8 +31,6 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse, Response, TextResponse
-from scrapy.utils.defer import maybe_deferred_to_future
-from twisted.internet.threads import deferToThread
 
 from traverse_crawl.config import get_config
 from traverse_crawl.core.errors import FetchError
@@ -73,7 +71,9 @@ class ReplayMiddleware:
             raise IgnoreRequest(f"replay mode makes no network request: {request.url}")
         message = f'no snapshot stored for sourceId "{page_id}"'
         try:
-            snapshot = await maybe_deferred_to_future(deferToThread(self.store.latest, page_id))
+            # Read in the reactor thread: replay has no network I/O to overlap
+            # with, and a thread-pool hop per page costs more than the read.
+            snapshot = self.store.latest(page_id)
         except Exception as exc:  # the I/O edge: the page fails, the crawl goes on
             logger.warning("replay: cannot read the store for %r: %s", page_id, exc)
             snapshot, message = None, f"{message} (store read failed: {exc})"

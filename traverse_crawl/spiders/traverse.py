@@ -5,6 +5,7 @@ errback turns the response into a typed page outcome; the seed's ``Frontier``
 commits outcomes in admission order and admits what they discovered.
 
 Meta keys set here (read by the middlewares and pipelines):
+- ``depth`` (Scrapy's key): the page's BFS depth;
 - ``traverse_seed``: the seed's key in ``spider.frontiers``;
 - ``traverse_index``: the page's position in the seed's BFS order;
 - ``traverse_page_id``: the page id, the store key (SPEC §13.5);
@@ -98,7 +99,9 @@ class TraverseSpider(Spider):
                 "traverse_page_id": adm.page_id,
                 "traverse_warnings": [],
                 "handle_httpstatus_all": True,
-                "download_slot": urls.origin(adm.url),
+                # Every admitted URL is on the seed's origin (links are filtered).
+                "download_slot": self.frontiers[key].seed_origin,
+                "depth": adm.depth,
             }
             if adm.index == 0 and seed.content_type:
                 meta["traverse_hint"] = seed.content_type
@@ -108,7 +111,7 @@ class TraverseSpider(Spider):
                 errback=self.on_error,
                 dont_filter=True,
                 meta=meta,
-                priority=-adm.index,
+                priority=-adm.depth,
             )
 
     # -- outcomes ------------------------------------------------------------
@@ -129,7 +132,7 @@ class TraverseSpider(Spider):
         outcome = Outcome(fetch, source_ref=build_source_ref(snapshot))
         _, depth = frontier.queue[index]
         if snapshot["contentType"] == "html" and frontier.may_follow(depth):
-            if urls.origin(snapshot["url"]) == frontier.seed_origin:
+            if urls.same_origin(snapshot["url"], frontier.seed_origin):
                 outcome.links = discover_links(
                     snapshot["body"], snapshot["url"], frontier.seed_origin
                 )
@@ -198,9 +201,11 @@ class TraverseSpider(Spider):
             stats.inc_value("frontier/pages")
             if "error" in outcome.fetch:
                 stats.inc_value(f"frontier/error/{outcome.fetch['error']['kind']}")
-        yield PageItem(frontier.page_object(index, outcome), key, index, snapshot)
+        item = PageItem(frontier.page_object(index, outcome), key, index, snapshot)
         _, admissions = frontier.record(index, outcome)
+        # Requests first: the item's pipelines (a store write) never delay new fetches.
         yield from self._requests(key, admissions)
+        yield item
         self._check_finished(key)
 
     def _check_finished(self, key: int) -> None:
