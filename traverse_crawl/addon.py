@@ -21,6 +21,7 @@ With rendering off, or in replay, it changes nothing and no browser starts.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 from typing import Any
 
@@ -50,6 +51,11 @@ class RenderAddon:
         config = TraverseConfig.from_settings(settings)
         if config.render == "never" or config.mode == "replay":
             return
+        if importlib.util.find_spec("scrapy_playwright") is None:
+            raise ConfigError(
+                "TRAVERSE_RENDER",
+                f"{config.render!r} needs scrapy-playwright: pip install 'traverse_crawl[render]'",
+            )
         handlers = dict(settings.getdict("DOWNLOAD_HANDLERS"))
         for scheme in ("http", "https"):
             handlers.setdefault(scheme, HANDLER)

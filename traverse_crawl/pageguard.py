@@ -21,9 +21,9 @@ request itself — the browser's own network stack never sends anything:
   captured as a PDF. Later main-frame navigations (script or meta-refresh
   redirects) are blocked, with a page warning: a rendered page is the document
   Scrapy asked for, and robots.txt is never bypassed.
-- WebSockets are checked like requests; service workers are blocked (context
-  option) and anything no page route answers (popups) is aborted by a route on
-  the browser context.
+- WebSockets are closed before they connect; service workers are blocked
+  (context option); anything no page route answers (popups) is aborted by a
+  route on the browser context.
 
 :func:`settle` (a ``PageMethod``) decides when the page is taken: once
 ``TRAVERSE_RENDER_WAIT_FOR`` is attached to the DOM, else once the network is
@@ -35,7 +35,8 @@ selector that never appears fails the render.
 Meta keys: ``traverse_render_guard`` (read: which :class:`PageGuard`),
 ``traverse_render_handoff`` and ``traverse_render_denied`` (set for the render
 middleware), ``traverse_warnings`` (appended to).
-Stats: ``render/egress_blocked``, ``render/navigation_blocked``, ``render/popup_blocked``,
+Stats: ``render/egress_blocked``, ``render/client_redirects``, ``render/popup_blocked``,
+``render/websocket_closed``,
 ``render/aborted_by_setting``.
 """
 
@@ -65,12 +66,10 @@ from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from traverse_crawl.core import egress, urls
 from traverse_crawl.core.errors import FetchError
 from traverse_crawl.core.snapshot import resolve_content_type
+from traverse_crawl.downloadermiddlewares.render import DENIED, GUARD_KEY, HANDOFF
 
 logger = logging.getLogger(__name__)
 
-GUARD_KEY = "traverse_render_guard"
-HANDOFF = "traverse_render_handoff"
-DENIED = "traverse_render_denied"
 INIT_CALLBACK = f"{__name__}.init_page"
 
 # Chromium's own limit on a redirect chain.
@@ -91,6 +90,19 @@ class RenderWaitTimeout(Exception):
     """``TRAVERSE_RENDER_WAIT_FOR`` did not appear in time: the render failed."""
 
 
+class ClientRedirect(Exception):
+    """The page navigated itself elsewhere; the hop is handed back to Scrapy."""
+
+
+async def _close(page: Page) -> None:
+    with suppress(PlaywrightError):
+        await page.close()
+
+
+def _redirect_to(url: str) -> dict[str, Any]:
+    return {"url": "", "status": 302, "headers": [("Location", url)], "body": b""}
+
+
 @dataclass
 class PageState:
     """One rendered attempt: the Scrapy request's meta and the attempt's deadline."""
@@ -99,6 +111,7 @@ class PageState:
     deadline: float
     api: APIRequestContext
     navigated: bool = False
+    redirected: asyncio.Event = field(default_factory=asyncio.Event)
     verdicts: dict[str, FetchError | None] = field(default_factory=dict)
 
     def remaining_ms(self) -> float:
@@ -155,29 +168,22 @@ class PageGuard:
             # Page routes win over context routes, so this one answers only what
             # no guarded page owns: popups and anything else outside a page.
             await context.route("**", self._refuse_unowned)
-            await context.route_web_socket("**", self._close_unowned)
+            await context.route_web_socket("**", self._on_websocket)
         page.on("popup", self._close_popup)
 
         async def on_route(route: Route) -> None:
             await self._on_route(state, route)
 
-        async def on_websocket(ws: WebSocketRoute) -> None:
-            await self._on_websocket(state, ws)
-
         # Registered after scrapy-playwright's own route, so this one runs first
         # and answers every request; theirs (continue_, which lets the browser
         # follow redirects) is never reached.
         await page.route("**", on_route)
-        await page.route_web_socket("**", on_websocket)
+        await page.route_web_socket("**", self._on_websocket)
 
     async def _refuse_unowned(self, route: Route) -> None:
         self._inc("render/popup_blocked")
         with suppress(PlaywrightError):
             await route.abort("blockedbyclient")
-
-    async def _close_unowned(self, ws: WebSocketRoute) -> None:
-        with suppress(PlaywrightError):
-            await ws.close()
 
     async def _close_popup(self, popup: Page) -> None:
         self._inc("render/popup_blocked")
@@ -232,9 +238,13 @@ class PageGuard:
     async def _navigate(self, state: PageState, route: Route) -> None:
         request = route.request
         if state.navigated:
-            self._inc("render/navigation_blocked")
-            state.warn(f"render: blocked a client-side navigation to {request.url}")
-            await route.abort("blockedbyclient")
+            # A script or meta-refresh navigation: stopped here and handed back to
+            # Scrapy as a redirect, so robots, egress and politeness see the hop.
+            self._inc("render/client_redirects")
+            state.meta.setdefault(HANDOFF, _redirect_to(request.url))
+            state.redirected.set()
+            # A 204 answer to a navigation leaves the document in place (no error page).
+            await route.fulfill(status=204, body=b"")
             return
         state.navigated = True
         headers = {k: v for k, v in (await request.all_headers()).items() if k not in _HOP_HEADERS}
@@ -285,34 +295,54 @@ class PageGuard:
             url = target
         await route.fulfill(response=response)
 
-    async def _on_websocket(self, state: PageState, ws: WebSocketRoute) -> None:
-        refusal = await self._refusal(state, ws.url)
-        if refusal is not None:
-            self._inc("render/egress_blocked")
-            with suppress(PlaywrightError):
-                await ws.close()
-            return
-        ws.connect_to_server()
+    async def _on_websocket(self, ws: WebSocketRoute) -> None:
+        # Playwright's connect_to_server() reached no server once the page's HTTP
+        # requests are fulfilled by this guard (Playwright 1.65, Chromium 156), so
+        # a rendered page opens no WebSocket at all: closed, never sent.
+        self._inc("render/websocket_closed")
+        with suppress(PlaywrightError):
+            await ws.close()
 
     # -- taking the page ------------------------------------------------------
 
     async def settle(self, page: Page) -> None:
-        state = self.pages.get(page)
-        remaining = state.remaining_ms() if state is not None else self.timeout * 1000
+        state = self.pages[page]
         budget = round(self.timeout * 1000)
+        waiting = asyncio.ensure_future(self._wait(page, state, budget))
+        redirected = asyncio.ensure_future(state.redirected.wait())
+        try:
+            await asyncio.wait({waiting, redirected}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (waiting, redirected):
+                task.cancel()
+        if HANDOFF in state.meta:
+            # Navigated away: the document is not taken, the handoff is followed.
+            # Closed first, so scrapy-playwright neither waits for a "load" that
+            # never comes after a navigation during parsing, nor logs a traceback.
+            await _close(page)
+            raise ClientRedirect(state.meta[HANDOFF]["headers"][0][1])
+        try:
+            waiting.result()
+        except RenderWaitTimeout:
+            await _close(page)
+            raise
+
+    async def _wait(self, page: Page, state: PageState, budget: int) -> None:
         if self.wait_for:
             try:
-                await page.wait_for_selector(self.wait_for, state="attached", timeout=remaining)
+                await page.wait_for_selector(
+                    f"css={self.wait_for}", state="attached", timeout=state.remaining_ms()
+                )
             except PlaywrightTimeoutError:
                 raise RenderWaitTimeout(
                     f"TRAVERSE_RENDER_WAIT_FOR {self.wait_for!r} did not appear within {budget}ms"
                 ) from None
             return
         try:
-            await page.wait_for_load_state("networkidle", timeout=remaining)
+            await page.wait_for_load_state("domcontentloaded", timeout=state.remaining_ms())
+            await page.wait_for_load_state("networkidle", timeout=state.remaining_ms())
         except PlaywrightTimeoutError:
-            if state is not None:
-                state.warn(f"render: networkidle fallback used after {budget}ms")
+            state.warn(f"render: networkidle fallback used after {budget}ms")
 
 
 async def init_page(page: Page, request: Any) -> None:

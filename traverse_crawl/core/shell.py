@@ -70,7 +70,7 @@ class ShellSignals:
 
     @property
     def shell_shaped(self) -> bool:
-        """Conditions 1–3: looks like a shell, embedded state aside."""
+        """Conditions 1 to 3: looks like a shell, embedded state aside."""
         small = self.prepared_chars < PREPARED_TEXT_FLOOR and self.text_ratio < TEXT_RATIO_MAX
         return small and (self.script_ratio >= SCRIPT_RATIO_MIN or self.empty_mount)
 

@@ -53,35 +53,32 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cssselect
-from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Headers, Response, TextResponse
 from scrapy.responsetypes import responsetypes
 from scrapy.utils.misc import load_object
-from scrapy_playwright.page import PageMethod
 
 from traverse_crawl.config import get_config
 from traverse_crawl.core import shell
 from traverse_crawl.core.errors import ConfigError, FetchError
 from traverse_crawl.core.snapshot import decode_text, resolve_content_type
+from traverse_crawl.downloadermiddlewares.redirect import RedirectMiddleware
 from traverse_crawl.exceptions import PageFailed
-from traverse_crawl.pageguard import (
-    DENIED,
-    GUARD_KEY,
-    HANDOFF,
-    INIT_CALLBACK,
-    PageGuard,
-    RenderWaitTimeout,
-    settle,
-)
+
+if TYPE_CHECKING:
+    from traverse_crawl.pageguard import PageGuard
 
 logger = logging.getLogger(__name__)
 
+# Meta keys shared with traverse_crawl.pageguard (the browser side).
+GUARD_KEY = "traverse_render_guard"
+HANDOFF = "traverse_render_handoff"
+DENIED = "traverse_render_denied"
 RENDER = "traverse_render"
 FALLBACK = "traverse_render_fallback"
 FINAL = "traverse_render_final"
@@ -119,6 +116,16 @@ class RenderMiddleware:
         config = get_config(crawler)
         if config.render == "never" or config.mode == "replay":
             raise NotConfigured
+        # Playwright is imported only when pages are rendered: a crawl that never
+        # renders runs without it.
+        from playwright.async_api import TimeoutError as PlaywrightTimeoutError
+        from scrapy_playwright.page import PageMethod
+
+        from traverse_crawl import pageguard
+
+        self.pageguard = pageguard
+        self.page_method = PageMethod
+        self.timeout_error = PlaywrightTimeoutError
         self.crawler = crawler
         self.policy = config.render
         self.timeout_ms = round(config.download_timeout * 1000)
@@ -132,16 +139,18 @@ class RenderMiddleware:
                     "TRAVERSE_RENDER_WAIT_FOR", f"expected a CSS selector, got {wait_for!r}: {exc}"
                 ) from None
         abort = crawler.settings.get("PLAYWRIGHT_ABORT_REQUEST")
-        self.guard = PageGuard(
+        self.guard: PageGuard = pageguard.PageGuard(
             f"{id(crawler):x}-{uuid.uuid4().hex[:8]}",
             egress_guard=config.egress_guard,
             allow=config.egress_allow,
             timeout=config.download_timeout,
-            wait_for=f"css={wait_for}" if wait_for else "",
+            wait_for=wait_for,
             stats=crawler.stats,
             abort_request=load_object(abort) if abort else None,
         )
         self.guard.register()
+        # Follows a navigation the page started on its own (see _rendered).
+        self.redirect = RedirectMiddleware(crawler)
         crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
         self.context_kwargs = {
             "user_agent": config.user_agent,
@@ -181,12 +190,15 @@ class RenderMiddleware:
                 "playwright": True,
                 "playwright_context": CONTEXT,
                 "playwright_context_kwargs": dict(self.context_kwargs),
-                "playwright_page_init_callback": INIT_CALLBACK,
+                "playwright_page_init_callback": self.pageguard.INIT_CALLBACK,
                 "playwright_page_goto_kwargs": {
-                    "wait_until": "domcontentloaded",
+                    # settle() does the waiting, within the attempt's deadline.
+                    "wait_until": "commit",
                     "timeout": self.timeout_ms,
                 },
-                "playwright_page_methods": [PageMethod(settle, self.guard.key)],
+                "playwright_page_methods": [
+                    self.page_method(self.pageguard.settle, self.guard.key)
+                ],
                 GUARD_KEY: self.guard.key,
                 "dont_retry": True,
             }
@@ -204,8 +216,17 @@ class RenderMiddleware:
             return self._maybe_escalate(request, response)
         return response
 
-    def _rendered(self, request: Request, response: Response) -> Response:
+    def _rendered(self, request: Request, response: Response) -> Request | Response:
         meta = request.meta
+        handoff = meta.pop(HANDOFF, None)
+        if handoff is not None:
+            # The page navigated itself away (a script or meta refresh) after it
+            # loaded; the redirect middleware has already run, so it is asked here.
+            self._inc("render/handed_back")
+            response = _thaw(handoff, request)
+            followed = self.redirect.process_response(request, response)
+            if isinstance(followed, Request):
+                return followed
         url = response.url
         if "playwright" not in response.flags:
             # The navigation's own response, handed back by the page guard.
@@ -308,9 +329,9 @@ class RenderMiddleware:
         denied = meta.pop(DENIED, None)
         if denied is not None:
             return FetchError.from_dict(denied)
-        if isinstance(exception, RenderWaitTimeout):
+        if isinstance(exception, self.pageguard.RenderWaitTimeout):
             return FetchError("render-error", f"render of {request.url}: {exception}")
-        if isinstance(exception, PlaywrightTimeoutError):
+        if isinstance(exception, self.timeout_error):
             return FetchError(
                 "render-error", f"render of {request.url} timed out after {self.timeout_ms}ms"
             )
