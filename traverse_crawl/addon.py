@@ -13,9 +13,10 @@ what the user set:
 - ``PLAYWRIGHT_MAX_PAGES_PER_CONTEXT``: ``CONCURRENT_REQUESTS`` (scrapy-playwright's own
   default, stated so a lower ``CONCURRENT_REQUESTS`` bounds open pages too).
 
-Then it launches the browser once (``traverse_crawl.browser.check_browser``): a
-browser that cannot start stops the crawl before any request with a
-``ConfigError`` that names ``PLAYWRIGHT_LAUNCH_OPTIONS`` and the executable.
+First it launches the browser once (:func:`check_render`): a browser that cannot
+start stops the crawl before any request with a ``ConfigError`` that names
+``PLAYWRIGHT_LAUNCH_OPTIONS`` and the executable (so does a missing
+scrapy-playwright, naming ``TRAVERSE_RENDER``).
 With rendering off, or in replay, it changes nothing and no browser starts.
 """
 
@@ -37,6 +38,38 @@ logger = logging.getLogger(__name__)
 HANDLER = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
 
 
+def renders(config: TraverseConfig) -> bool:
+    """Pages are rendered: a policy other than ``never``, and not in replay."""
+    return config.render != "never" and config.mode != "replay"
+
+
+def _user_launch_options(settings: BaseSettings) -> dict[str, Any]:
+    try:
+        return dict(settings.getdict("PLAYWRIGHT_LAUNCH_OPTIONS"))
+    except ValueError as exc:
+        raise ConfigError("PLAYWRIGHT_LAUNCH_OPTIONS", f"expected a JSON object: {exc}") from None
+
+
+def check_render(settings: BaseSettings) -> None:
+    """Everything rendering needs before the first request, as a ``ConfigError``.
+
+    For ``scrapy crawl``'s start-up check as well as for :class:`RenderAddon`; the
+    browser launch is done once per process (``traverse_crawl.browser``).
+    """
+    config = TraverseConfig.from_settings(settings)
+    if not renders(config):
+        return
+    if importlib.util.find_spec("scrapy_playwright") is None:
+        raise ConfigError(
+            "TRAVERSE_RENDER",
+            f"{config.render!r} needs scrapy-playwright: pip install 'traverse_crawl[render]'",
+        )
+    if settings.get("PLAYWRIGHT_CDP_URL") or settings.get("PLAYWRIGHT_CONNECT_URL"):
+        return  # a remote browser: nothing local to start
+    browser_type = str(settings.get("PLAYWRIGHT_BROWSER_TYPE") or "chromium")
+    check_browser(browser_type, launch_options(_user_launch_options(settings)))
+
+
 class RenderAddon:
     def __init__(self, crawler: Crawler | None = None) -> None:
         self.crawler = crawler
@@ -49,48 +82,27 @@ class RenderAddon:
         # Parsed without caching: the crawler's TraverseConfig is parsed later,
         # from the settings this method has finished changing.
         config = TraverseConfig.from_settings(settings)
-        if config.render == "never" or config.mode == "replay":
+        if not renders(config):
             return
-        if importlib.util.find_spec("scrapy_playwright") is None:
-            raise ConfigError(
-                "TRAVERSE_RENDER",
-                f"{config.render!r} needs scrapy-playwright: pip install 'traverse_crawl[render]'",
-            )
+        check_render(settings)
         handlers = dict(settings.getdict("DOWNLOAD_HANDLERS"))
         for scheme in ("http", "https"):
             handlers.setdefault(scheme, HANDLER)
         _set(settings, "DOWNLOAD_HANDLERS", handlers)
         if not settings.get("PLAYWRIGHT_BROWSER_TYPE"):
             _set(settings, "PLAYWRIGHT_BROWSER_TYPE", "chromium")
-        try:
-            user_options = settings.getdict("PLAYWRIGHT_LAUNCH_OPTIONS")
-        except ValueError as exc:
-            raise ConfigError(
-                "PLAYWRIGHT_LAUNCH_OPTIONS", f"expected a JSON object: {exc}"
-            ) from None
-        options = launch_options(user_options)
+        options = launch_options(_user_launch_options(settings))
         _set(settings, "PLAYWRIGHT_LAUNCH_OPTIONS", options)
         if settings.get("PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT") is None:
-            _set(
-                settings,
-                "PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT",
-                round(config.download_timeout * 1000),
-            )
+            timeout_ms = round(config.download_timeout * 1000)
+            _set(settings, "PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT", timeout_ms)
         if not settings.get("PLAYWRIGHT_MAX_PAGES_PER_CONTEXT"):
-            _set(
-                settings,
-                "PLAYWRIGHT_MAX_PAGES_PER_CONTEXT",
-                settings.getint("CONCURRENT_REQUESTS") or 16,
-            )
-        if settings.get("PLAYWRIGHT_CDP_URL") or settings.get("PLAYWRIGHT_CONNECT_URL"):
-            logger.info("render: using a remote browser; no local start-up check")
-            return
-        browser_type = str(settings.get("PLAYWRIGHT_BROWSER_TYPE"))
-        check_browser(browser_type, options)
+            pages = settings.getint("CONCURRENT_REQUESTS") or 16
+            _set(settings, "PLAYWRIGHT_MAX_PAGES_PER_CONTEXT", pages)
         logger.info(
             "render: TRAVERSE_RENDER=%s with %s %s",
             config.render,
-            browser_type,
+            settings.get("PLAYWRIGHT_BROWSER_TYPE"),
             options.get("executable_path") or "(Playwright's own build)",
         )
 

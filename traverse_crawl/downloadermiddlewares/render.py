@@ -33,7 +33,7 @@ with the outcomes of SPEC §11: ``not-needed``, ``rendered`` and
 carries none.
 
 Settings: ``TRAVERSE_RENDER``, ``TRAVERSE_RENDER_WAIT_FOR`` (a CSS selector,
-checked at start-up), ``DOWNLOAD_TIMEOUT`` (the whole rendered attempt),
+checked at start-up by ``core.config``), ``DOWNLOAD_TIMEOUT`` (the whole rendered attempt),
 ``DOWNLOAD_MAXSIZE``, ``USER_AGENT`` (the browser's), ``TRAVERSE_EGRESS_GUARD``,
 ``TRAVERSE_EGRESS_ALLOW``, ``PLAYWRIGHT_ABORT_REQUEST`` (honoured after egress).
 Meta keys: ``traverse_render`` (this attempt is rendered), ``traverse_render_fallback``
@@ -55,7 +55,6 @@ import logging
 import uuid
 from typing import TYPE_CHECKING, Any
 
-import cssselect
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
@@ -65,7 +64,7 @@ from scrapy.utils.misc import load_object
 
 from traverse_crawl.config import get_config
 from traverse_crawl.core import shell
-from traverse_crawl.core.errors import ConfigError, FetchError
+from traverse_crawl.core.errors import FetchError
 from traverse_crawl.core.snapshot import decode_text, resolve_content_type
 from traverse_crawl.downloadermiddlewares.redirect import RedirectMiddleware
 from traverse_crawl.exceptions import PageFailed
@@ -130,21 +129,13 @@ class RenderMiddleware:
         self.policy = config.render
         self.timeout_ms = round(config.download_timeout * 1000)
         self.maxsize = config.download_maxsize
-        wait_for = config.render_wait_for.strip()
-        if wait_for:
-            try:
-                cssselect.parse(wait_for)
-            except cssselect.SelectorSyntaxError as exc:
-                raise ConfigError(
-                    "TRAVERSE_RENDER_WAIT_FOR", f"expected a CSS selector, got {wait_for!r}: {exc}"
-                ) from None
         abort = crawler.settings.get("PLAYWRIGHT_ABORT_REQUEST")
         self.guard: PageGuard = pageguard.PageGuard(
             f"{id(crawler):x}-{uuid.uuid4().hex[:8]}",
             egress_guard=config.egress_guard,
             allow=config.egress_allow,
             timeout=config.download_timeout,
-            wait_for=wait_for,
+            wait_for=config.render_wait_for,
             stats=crawler.stats,
             abort_request=load_object(abort) if abort else None,
         )
