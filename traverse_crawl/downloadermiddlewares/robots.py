@@ -52,9 +52,10 @@ class RobotsMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         config = get_config(crawler)
         if not config.robots_obey:
-            raise NotConfigured("ROBOTSTXT_OBEY is off")
+            logger.info("robots.txt is not consulted: ROBOTSTXT_OBEY is off")
+            raise NotConfigured  # off by choice: no "Disabled" warning
         if config.mode == "replay":
-            raise NotConfigured("TRAVERSE_MODE is replay: no network")
+            raise NotConfigured  # replay sends nothing
         self.crawler = crawler
         self.user_agent = config.user_agent
         self.token = robots.product_token(config.user_agent)
