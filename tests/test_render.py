@@ -102,6 +102,29 @@ async def test_rendered_snapshot_is_the_dom_as_utf8(server, crawl, tmp_path):
 
 
 @pytest_twisted.ensureDeferred
+async def test_always_warns_that_revalidation_and_retries_do_not_apply(server, crawl):
+    server.site({"/a.html": Reply(body="<p>a</p>", headers={"ETag": '"v1"'})})
+    await crawl(url=server.url("/a.html"))  # a plain capture: the store has the ETag
+    result = await crawl(
+        settings={"TRAVERSE_RENDER": "always", "TRAVERSE_REVALIDATE": True, "RETRY_TIMES": 3},
+        url=server.url("/a.html"),
+    )
+    (page,) = result.manifest["pages"]
+    assert page["fetch"]["warnings"] == [
+        "revalidation has no effect for a rendered fetch (SourceConfig.render is true); "
+        "no conditional GET is sent and no HTTP validators are captured",
+        "retries do not apply to a rendered fetch (SourceConfig.render is true); "
+        "renderImpl failures are not retried",
+    ]
+    snapshot = page["fetch"]["snapshot"]
+    assert snapshot["rendered"] is True
+    assert "notModified" not in snapshot and "etag" not in snapshot
+    with server.lock:
+        rendered_hit = [h for h in server.hits if h.path == "/a.html"][-1]
+    assert "if-none-match" not in {name.lower() for name in rendered_hit.headers}
+
+
+@pytest_twisted.ensureDeferred
 async def test_never_starts_no_browser_and_records_no_escalation(server, crawl):
     server.site({"/a.html": '<a href="b.html">b</a>', "/b.html": "<p>b</p>"})
     result = await crawl(url=server.url("/a.html"))

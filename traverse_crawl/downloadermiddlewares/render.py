@@ -60,6 +60,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Headers, Response, TextResponse
 from scrapy.responsetypes import responsetypes
+from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.misc import load_object
 
 from traverse_crawl.config import get_config
@@ -83,6 +84,15 @@ FALLBACK = "traverse_render_fallback"
 FINAL = "traverse_render_final"
 ESCALATION = "traverse_render_escalation"
 CONTEXT = "traverse"
+
+REVALIDATE_WARNING = (
+    "revalidation has no effect for a rendered fetch (SourceConfig.render is true); "
+    "no conditional GET is sent and no HTTP validators are captured"
+)
+RETRIES_WARNING = (
+    "retries do not apply to a rendered fetch (SourceConfig.render is true); "
+    "renderImpl failures are not retried"
+)
 
 # Per-attempt keys: never carried from one attempt to the next.
 _ATTEMPT_KEYS = (HANDOFF, DENIED, FINAL)
@@ -140,6 +150,13 @@ class RenderMiddleware:
             abort_request=load_object(abort) if abort else None,
         )
         self.guard.register()
+        # SPEC §4's render-only warnings, on every page of an ``always`` crawl.
+        # Retries count as set when the user set them, above the project default.
+        self.always_warnings: list[str] = []
+        if config.revalidate:
+            self.always_warnings.append(REVALIDATE_WARNING)
+        if (crawler.settings.getpriority("RETRY_TIMES") or 0) > SETTINGS_PRIORITIES["project"]:
+            self.always_warnings.append(RETRIES_WARNING)
         # Follows a navigation the page started on its own (see _rendered).
         self.redirect = RedirectMiddleware(crawler)
         crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
@@ -172,6 +189,8 @@ class RenderMiddleware:
             meta.pop(key, None)
         if self.policy == "always":
             meta.setdefault(RENDER, True)
+            warnings: list[str] = meta.setdefault("traverse_warnings", [])
+            warnings.extend(w for w in self.always_warnings if w not in warnings)
         if not meta.get(RENDER):
             meta[ESCALATION] = escalation(self.policy, False, False, "not-needed")
             return
