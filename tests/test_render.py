@@ -224,6 +224,31 @@ async def test_on_shell_warning_keeps_the_plain_page_when_the_render_fails(serve
 
 
 @pytest_twisted.ensureDeferred
+async def test_a_render_that_times_out_keeps_the_plain_page(server, crawl):
+    shell_site(server)
+    served: list[int] = []
+
+    def slow_second_time(handler: Any) -> Reply:
+        served.append(1)
+        return Reply(body=SHELL, delay=0 if len(served) == 1 else 3)
+
+    server.routes["/shell.html"] = slow_second_time
+    result = await crawl(
+        settings={"TRAVERSE_RENDER": "on-shell-warning", "DOWNLOAD_TIMEOUT": 1},
+        url=server.url("/shell.html"),
+    )
+    (page,) = result.manifest["pages"]
+    assert "rendered" not in page["fetch"]["snapshot"]
+    escalation = page["fetch"]["renderEscalation"]
+    assert escalation["outcome"] == "render-failed-fallback"
+    assert escalation["renderError"] == {
+        "kind": "render-error",
+        "message": f"render of {server.url('/shell.html')} timed out after 1000ms",
+    }
+    assert len(served) == 2
+
+
+@pytest_twisted.ensureDeferred
 async def test_always_render_failure_is_a_render_error_on_that_page(server, crawl):
     shell_site(server)
     result = await crawl(

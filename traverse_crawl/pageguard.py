@@ -18,9 +18,10 @@ request itself — the browser's own network stack never sends anything:
   to Scrapy instead of being rendered (meta ``traverse_render_handoff``): the
   render middleware turns it into a plain response, so Scrapy's redirect
   middleware follows the hop with robots, egress and politeness, and a PDF is
-  captured as a PDF. Later main-frame navigations (script or meta-refresh
-  redirects) are blocked, with a page warning: a rendered page is the document
-  Scrapy asked for, and robots.txt is never bypassed.
+  captured as a PDF. A later main-frame navigation the page starts by itself
+  (a script or meta refresh) is stopped and handed back the same way, as a
+  redirect to its target (:class:`ClientRedirect`): robots.txt, egress and
+  politeness see that hop too, and the document that navigated away is not taken.
 - WebSockets are closed before they connect; service workers are blocked
   (context option); anything no page route answers (popups) is aborted by a
   route on the browser context.
@@ -33,11 +34,10 @@ that never goes idle is taken anyway, with the warning
 selector that never appears fails the render.
 
 Meta keys: ``traverse_render_guard`` (read: which :class:`PageGuard`),
-``traverse_render_handoff`` and ``traverse_render_denied`` (set for the render
-middleware), ``traverse_warnings`` (appended to).
+``traverse_render_handoff``, ``traverse_render_denied`` and
+``traverse_render_failed`` (set for the render middleware), ``traverse_warnings`` (appended to).
 Stats: ``render/egress_blocked``, ``render/client_redirects``, ``render/popup_blocked``,
-``render/websocket_closed``,
-``render/aborted_by_setting``.
+``render/websocket_closed``, ``render/aborted_by_setting``.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from traverse_crawl.core import egress, urls
 from traverse_crawl.core.errors import FetchError
 from traverse_crawl.core.snapshot import resolve_content_type
-from traverse_crawl.downloadermiddlewares.render import DENIED, GUARD_KEY, HANDOFF
+from traverse_crawl.downloadermiddlewares.render import DENIED, FAILED, GUARD_KEY, HANDOFF
 
 logger = logging.getLogger(__name__)
 
@@ -232,6 +232,10 @@ class PageGuard:
                 await self._fetch(state, route)
         except Exception as exc:  # the I/O edge: a request that fails is aborted
             logger.debug("render: %s failed: %s", request.url, exc)
+            if route.request.is_navigation_request() and HANDOFF not in state.meta:
+                # The browser would only say net::ERR_FAILED; keep the reason.
+                text = str(exc).strip() or type(exc).__name__
+                state.meta.setdefault(FAILED, text.splitlines()[0])
             with suppress(PlaywrightError):
                 await route.abort("failed")
 

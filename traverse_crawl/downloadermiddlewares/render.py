@@ -39,7 +39,8 @@ checked at start-up by ``core.config``), ``DOWNLOAD_TIMEOUT`` (the whole rendere
 Meta keys: ``traverse_render`` (this attempt is rendered), ``traverse_render_fallback``
 (the plain response kept for on-shell-warning), ``traverse_render_final`` (the
 page's outcome is settled), ``traverse_render_escalation``, and the page guard's
-``traverse_render_guard``, ``traverse_render_handoff``, ``traverse_render_denied``;
+``traverse_render_guard``, ``traverse_render_handoff``, ``traverse_render_denied``,
+``traverse_render_failed``;
 scrapy-playwright's ``playwright``, ``playwright_context``,
 ``playwright_context_kwargs``, ``playwright_page_init_callback``,
 ``playwright_page_goto_kwargs``, ``playwright_page_methods``; Scrapy's ``dont_retry``,
@@ -79,6 +80,7 @@ logger = logging.getLogger(__name__)
 GUARD_KEY = "traverse_render_guard"
 HANDOFF = "traverse_render_handoff"
 DENIED = "traverse_render_denied"
+FAILED = "traverse_render_failed"
 RENDER = "traverse_render"
 FALLBACK = "traverse_render_fallback"
 FINAL = "traverse_render_final"
@@ -95,7 +97,7 @@ RETRIES_WARNING = (
 )
 
 # Per-attempt keys: never carried from one attempt to the next.
-_ATTEMPT_KEYS = (HANDOFF, DENIED, FINAL)
+_ATTEMPT_KEYS = (HANDOFF, DENIED, FAILED, FINAL)
 # Keys of the plain attempt that must not follow it into the rendered one.
 _PLAIN_ONLY = ("retry_times", "traverse_retry_of", "traverse_backoff", "download_latency")
 _CONDITIONAL = (b"If-None-Match", b"If-Modified-Since")
@@ -341,11 +343,12 @@ class RenderMiddleware:
             return FetchError.from_dict(denied)
         if isinstance(exception, self.pageguard.RenderWaitTimeout):
             return FetchError("render-error", f"render of {request.url}: {exception}")
-        if isinstance(exception, self.timeout_error):
+        reason = meta.pop(FAILED, None)
+        if isinstance(exception, self.timeout_error) or (reason and "Timeout" in reason):
             return FetchError(
                 "render-error", f"render of {request.url} timed out after {self.timeout_ms}ms"
             )
-        text = str(exception).strip() or type(exception).__name__
+        text = reason or str(exception).strip() or type(exception).__name__
         return FetchError("render-error", f"render of {request.url} failed: {text.splitlines()[0]}")
 
     def _fail(self, request: Request, error: FetchError) -> Response:
