@@ -758,39 +758,51 @@ def bench_profile(bench: Bench) -> dict[str, Any]:
         for f in out[name]["self"][:15]:
             print(f"   {f['pct']:5.1f}%  {f['ms_per_page']:6.3f} ms/page  {f['name']}")
     if not _placeholder("traverse_crawl/downloadermiddlewares/replay.py"):
-        out["replay"] = _profile_replay(bench, spy, rate, out["traverse"])
+        out.update(_profile_modes(bench, spy, rate, out["traverse"]))
     print(f" raw profiles (flamegraph-ready): {RESULTS}/profile-*.pyspy.txt")
     return out
 
 
-def _profile_replay(bench: Bench, spy: str, rate: int, live: dict[str, Any]) -> dict[str, Any]:
-    """Capture (not profiled), then profile a replay of that store beside the live crawl."""
+def _profile_modes(bench: Bench, spy: str, rate: int, live: dict[str, Any]) -> dict[str, Any]:
+    """Profile capture, then a replay of the captured store, beside the live crawl."""
     pages = bench.site.pages
+    prefix = ["record", "--format", "raw", "--rate", str(rate), "--output"]
+    out: dict[str, Any] = {}
     store = bench.scratch / "profile-store"
-    bench.check(bench.traverse("profile-capture", mode="capture", store=store), pages)
-    runs = [
-        bench.traverse(f"replay-cpu-{i}", mode="replay", store=store)
-        for i in range(bench.args.runs)
-    ]
-    cpu = summary(runs)["cpu_ms_per_page"]
-    raw = RESULTS / "profile-replay.pyspy.txt"
-    prefix = [spy, "record", "--format", "raw", "--rate", str(rate), "--output", str(raw), "--"]
-    run = bench.traverse("profile-replay", mode="replay", store=store, prefix=prefix)
-    bench.check(run, pages)
-    out = {"run": run.to_dict(), **aggregate(raw, cpu, bench.args.profile_top)}
-    print(
-        f"\n replay: {cpu:.2f} ms of CPU per page (median of {len(runs)} unprofiled runs); "
-        f"{out['samples']} samples, {out['worker_thread_samples']} of them in worker threads"
+    for mode in ("capture", "replay"):
+        runs = []
+        for i in range(bench.args.runs):
+            if mode == "capture":
+                shutil.rmtree(store, ignore_errors=True)
+            runs.append(bench.traverse(f"{mode}-cpu-{i}", mode=mode, store=store))
+        cpu = summary(runs)["cpu_ms_per_page"]
+        raw = RESULTS / f"profile-{mode}.pyspy.txt"
+        if mode == "capture":
+            shutil.rmtree(store, ignore_errors=True)  # the profiled capture is the one replayed
+        run = bench.traverse(
+            f"profile-{mode}", mode=mode, store=store, prefix=[spy, *prefix, str(raw), "--"]
+        )
+        bench.check(run, pages)
+        out[mode] = {"run": run.to_dict(), **aggregate(raw, cpu, bench.args.profile_top)}
+        print(
+            f"\n {mode}: {cpu:.2f} ms of CPU per page (median of {len(runs)} unprofiled runs); "
+            f"{out[mode]['samples']} samples, "
+            f"{out[mode]['worker_thread_samples']} in worker threads"
+        )
+    columns = {"live": live, **out}
+    per = {m: {b["name"]: b["ms_per_page"] for b in c["buckets"]} for m, c in columns.items()}
+    names = sorted(
+        dict.fromkeys(n for m in per.values() for n in m), key=lambda n: -per["live"].get(n, 0)
     )
-    l_b = {b["name"]: b["ms_per_page"] for b in live["buckets"]}
-    r_b = {b["name"]: b["ms_per_page"] for b in out["buckets"]}
-    print(f"  {'ms of CPU per page':<52} {'live':>9} {'replay':>7}")
-    for name in sorted(dict.fromkeys([*l_b, *r_b]), key=lambda n: -r_b.get(n, 0.0)):
-        print(f"  {name:<52} {l_b.get(name, 0.0):>9.3f} {r_b.get(name, 0.0):>7.3f}")
-    print(f"  {'total':<52} {live['ms_per_page']:>9.3f} {out['ms_per_page']:>7.3f}")
-    print("  replay: top functions by self share")
-    for f in out["self"][:15]:
-        print(f"   {f['pct']:5.1f}%  {f['ms_per_page']:6.3f} ms/page  {f['name']}")
+    print(f"\n  {'ms of CPU per page':<52} {'live':>7} {'capture':>7} {'replay':>7}")
+    for name in names:
+        cells = " ".join(f"{per[m].get(name, 0.0):>7.3f}" for m in columns)
+        print(f"  {name:<52} {cells}")
+    print(f"  {'total':<52} " + " ".join(f"{c['ms_per_page']:>7.3f}" for c in columns.values()))
+    for mode in out:
+        print(f"  {mode}: top functions by self share")
+        for f in out[mode]["self"][:15]:
+            print(f"   {f['pct']:5.1f}%  {f['ms_per_page']:6.3f} ms/page  {f['name']}")
     return out
 
 
