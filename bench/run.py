@@ -554,9 +554,10 @@ def bench_replay(bench: Bench, live: dict[str, Any] | None) -> dict[str, Any]:
     print(line("replay (server stopped)", rep))
     same = all(_pages_view(r.manifest) == _pages_view(captures[-1].manifest) for r in replays)
     ratio = rep["pages_per_s"] / live["pages_per_s"] if live["pages_per_s"] else 0.0
+    cpu_ratio = live["cpu_ms_per_page"] / rep["cpu_ms_per_page"] if rep["cpu_ms_per_page"] else 0.0
     print(
-        f"  replay/live pages/s {ratio:.2f}x; replay manifests equal the capture's "
-        f"(urls, depths, sourceRefs): {same}"
+        f"  replay/live pages/s {ratio:.2f}x (pages per CPU-second {cpu_ratio:.2f}x); "
+        f"replay manifests equal the capture's (urls, depths, sourceRefs): {same}"
     )
     print(
         f" target: replay >= {TARGET_REPLAY_RATIO}x live: {verdict(ratio >= TARGET_REPLAY_RATIO)}"
@@ -570,6 +571,7 @@ def bench_replay(bench: Bench, live: dict[str, Any] | None) -> dict[str, Any]:
         "store_mb": round(store_bytes / 2**20, 1),
         "replay_matches_capture": same,
         "ratio": round(ratio, 3),
+        "cpu_efficiency_ratio": round(cpu_ratio, 3),
         "runs": [r.to_dict() for r in captures + replays],
         "target": {"ratio_min": TARGET_REPLAY_RATIO, "ok": ratio >= TARGET_REPLAY_RATIO},
     }
