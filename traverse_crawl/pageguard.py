@@ -65,6 +65,7 @@ from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from traverse_crawl.core import egress, urls
 from traverse_crawl.core.errors import FetchError
+from traverse_crawl.core.render import networkidle_warning
 from traverse_crawl.core.snapshot import resolve_content_type
 from traverse_crawl.downloadermiddlewares.render import DENIED, FAILED, GUARD_KEY, HANDOFF
 
@@ -346,7 +347,7 @@ class PageGuard:
             await page.wait_for_load_state("domcontentloaded", timeout=state.remaining_ms())
             await page.wait_for_load_state("networkidle", timeout=state.remaining_ms())
         except PlaywrightTimeoutError:
-            state.warn(f"render: networkidle fallback used after {budget}ms")
+            state.warn(networkidle_warning(budget))
 
 
 async def init_page(page: Page, request: Any) -> None:

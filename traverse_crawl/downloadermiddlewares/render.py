@@ -59,17 +59,18 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
-from scrapy.http import Headers, Response, TextResponse
-from scrapy.responsetypes import responsetypes
+from scrapy.http import Response
 from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.misc import load_object
 
 from traverse_crawl.config import get_config
 from traverse_crawl.core import shell
 from traverse_crawl.core.errors import FetchError
+from traverse_crawl.core.render import RETRIES_WARNING, REVALIDATE_WARNING, escalation
 from traverse_crawl.core.snapshot import decode_text, resolve_content_type
 from traverse_crawl.downloadermiddlewares.redirect import RedirectMiddleware
 from traverse_crawl.exceptions import PageFailed
+from traverse_crawl.renderresponse import as_rendered_html, freeze, thaw, utf8_body
 
 if TYPE_CHECKING:
     from traverse_crawl.pageguard import PageGuard
@@ -87,35 +88,11 @@ FINAL = "traverse_render_final"
 ESCALATION = "traverse_render_escalation"
 CONTEXT = "traverse"
 
-REVALIDATE_WARNING = (
-    "revalidation has no effect for a rendered fetch (SourceConfig.render is true); "
-    "no conditional GET is sent and no HTTP validators are captured"
-)
-RETRIES_WARNING = (
-    "retries do not apply to a rendered fetch (SourceConfig.render is true); "
-    "renderImpl failures are not retried"
-)
-
 # Per-attempt keys: never carried from one attempt to the next.
 _ATTEMPT_KEYS = (HANDOFF, DENIED, FAILED, FINAL)
 # Keys of the plain attempt that must not follow it into the rendered one.
 _PLAIN_ONLY = ("retry_times", "traverse_retry_of", "traverse_backoff", "download_latency")
 _CONDITIONAL = (b"If-None-Match", b"If-Modified-Since")
-
-
-def escalation(
-    policy: str, detected: bool, attempted: bool, outcome: str, error: FetchError | None = None
-) -> dict[str, Any]:
-    """A ``renderEscalation`` object, camelCase as in Traverse's manifest (CONTRACT §3)."""
-    value: dict[str, Any] = {
-        "policy": policy,
-        "shellWarningDetected": detected,
-        "renderAttempted": attempted,
-        "outcome": outcome,
-    }
-    if error is not None:
-        value["renderError"] = error.to_dict()
-    return value
 
 
 def is_page(meta: dict[str, Any]) -> bool:
@@ -235,7 +212,7 @@ class RenderMiddleware:
             # The page navigated itself away (a script or meta refresh) after it
             # loaded; the redirect middleware has already run, so it is asked here.
             self._inc("render/handed_back")
-            response = _thaw(handoff, request)
+            response = thaw(handoff, request)
             followed = self.redirect.process_response(request, response)
             if isinstance(followed, Request):
                 return followed
@@ -266,26 +243,16 @@ class RenderMiddleware:
                 "http-error", f"render of {url} reported HTTP {response.status}", response.status
             )
             return self._fail(request, error)
-        # scrapy-playwright encodes the DOM in the page's declared charset; the
-        # spider reads a rendered body as UTF-8 (SPEC §11: the HTML string).
-        body = (
-            response.text.encode("utf-8") if isinstance(response, TextResponse) else response.body
-        )
+        body = utf8_body(response)
         if self.maxsize and len(body) > self.maxsize:
             error = FetchError("too-large", f"snapshot from {url} exceeds {self.maxsize} bytes")
             return self._fail(request, error)
-        headers = response.headers.copy()
-        for name in (b"ETag", b"Last-Modified", b"Content-Encoding", b"Content-Length"):
-            headers.pop(name, None)
-        headers[b"Content-Type"] = b"text/html; charset=utf-8"
         self._inc("render/rendered")
         meta[FINAL] = True
         meta[ESCALATION] = escalation(
             self.policy, self.policy == "on-shell-warning", True, "rendered"
         )
-        if isinstance(response, TextResponse):
-            return response.replace(body=body, headers=headers, encoding="utf-8")
-        return response.replace(body=body, headers=headers)
+        return as_rendered_html(response, body)
 
     def _maybe_escalate(self, request: Request, response: Response) -> Request | Response:
         meta = request.meta
@@ -305,7 +272,7 @@ class RenderMiddleware:
         logger.debug("render: %s is a JavaScript shell (%s)", response.url, signals_.describe())
         new_meta = {k: v for k, v in meta.items() if k not in _PLAIN_ONLY}
         new_meta[RENDER] = True
-        new_meta[FALLBACK] = _freeze(response)
+        new_meta[FALLBACK] = freeze(response)
         # The rendered attempt's warnings are its own; a fallback restores these.
         new_meta["traverse_warnings"] = list(meta.get("traverse_warnings") or [])
         new_meta[FALLBACK]["warnings"] = list(new_meta["traverse_warnings"])
@@ -331,7 +298,7 @@ class RenderMiddleware:
         handoff = meta.pop(HANDOFF, None)
         if handoff is not None:
             self._inc("render/handed_back")
-            return _thaw(handoff, request)
+            return thaw(handoff, request)
         return self._fail(request, self._error(request, exception))
 
     def _error(self, request: Request, exception: Exception) -> FetchError:
@@ -363,25 +330,4 @@ class RenderMiddleware:
         self._inc("render/fallback")
         meta[ESCALATION] = escalation(self.policy, True, True, "render-failed-fallback", error)
         meta["traverse_warnings"] = list(plain.get("warnings", []))
-        return _thaw(plain, request)
-
-
-def _freeze(response: Response) -> dict[str, Any]:
-    """A plain response as picklable data, to travel in meta (JOBDIR)."""
-    return {
-        "url": response.url,
-        "status": response.status,
-        "headers": [(k, v) for k, values in response.headers.items() for v in values],
-        "body": response.body,
-    }
-
-
-def _thaw(data: dict[str, Any], request: Request) -> Response:
-    headers = Headers()
-    for name, value in data["headers"]:
-        headers.appendlist(name, value)
-    # route.fetch() already decoded the body.
-    headers.pop(b"Content-Encoding", None)
-    body: bytes = data["body"]
-    cls = responsetypes.from_args(headers=headers, url=data["url"], body=body)
-    return cls(url=data["url"], status=data["status"], headers=headers, body=body, request=request)
+        return thaw(plain, request)
