@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import cssselect
+
 from traverse_crawl.core import urls
 from traverse_crawl.core.errors import ConfigError
 
@@ -98,6 +100,17 @@ def parse_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
         return value
     accepted = ", ".join(repr(c) for c in choices)
     raise ConfigError(name, f"expected one of {accepted}, got {value!r}")
+
+
+def parse_selector(name: str, value: Any) -> str:
+    """A CSS selector, or ``""`` for none; checked with cssselect's parser."""
+    text = "" if value is None else str(value).strip()
+    if text:
+        try:
+            cssselect.parse(text)
+        except cssselect.SelectorSyntaxError as exc:
+            raise ConfigError(name, f"expected a CSS selector, got {text!r}: {exc}") from None
+    return text
 
 
 def parse_list(name: str, value: Any) -> list[str]:
@@ -215,7 +228,9 @@ class TraverseConfig:
             render=parse_choice(
                 "TRAVERSE_RENDER", _raw(settings, "TRAVERSE_RENDER"), RENDER_POLICIES
             ),
-            render_wait_for=str(_raw(settings, "TRAVERSE_RENDER_WAIT_FOR") or ""),
+            render_wait_for=parse_selector(
+                "TRAVERSE_RENDER_WAIT_FOR", _raw(settings, "TRAVERSE_RENDER_WAIT_FOR")
+            ),
             egress_guard=parse_bool(
                 "TRAVERSE_EGRESS_GUARD", _raw(settings, "TRAVERSE_EGRESS_GUARD")
             ),
