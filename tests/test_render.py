@@ -556,9 +556,10 @@ def test_scrapy_crawl_with_a_missing_browser_exits_non_zero_naming_it(server, tm
         "-s", "TRAVERSE_RENDER=always",
         "-s", 'PLAYWRIGHT_LAUNCH_OPTIONS={"executable_path": "/nonexistent/chrome"}',
     )  # fmt: skip
-    assert proc.returncode != 0
+    assert proc.returncode == 2
+    assert "error: PLAYWRIGHT_LAUNCH_OPTIONS: " in proc.stderr
     assert "/nonexistent/chrome" in proc.stderr
-    assert "PLAYWRIGHT_LAUNCH_OPTIONS" in proc.stderr
+    assert "Traceback" not in proc.stderr
     assert server.paths() == []
     assert not list((tmp_path / "manifests").glob("*.json"))
 

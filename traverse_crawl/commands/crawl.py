@@ -15,8 +15,10 @@ import os
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
+from scrapy.settings import BaseSettings
 
-from traverse_crawl.core.config import SettingsLike, TraverseConfig
+from traverse_crawl.addon import check_render
+from traverse_crawl.core.config import TraverseConfig
 from traverse_crawl.core.errors import ConfigError
 from traverse_crawl.core.seeds import seeds_from_args
 
@@ -38,8 +40,11 @@ class Command(ScrapyCrawlCommand):
         super().run(args, opts)
 
 
-def check(settings: SettingsLike, spargs: dict[str, str]) -> None:
-    """Everything that can be wrong before the first request, as a ConfigError."""
+def check(settings: BaseSettings, spargs: dict[str, str]) -> None:
+    """Everything that can be wrong before the first request, as a ConfigError.
+
+    With rendering on, that includes a browser that cannot start (CONTRACT §2).
+    """
     config = TraverseConfig.from_settings(settings)
     seeds_from_args(**{k: spargs[k] for k in _SPIDER_ARGS if k in spargs})
     for name, path in (
@@ -50,3 +55,4 @@ def check(settings: SettingsLike, spargs: dict[str, str]) -> None:
             os.makedirs(path, exist_ok=True)
         except OSError as exc:
             raise ConfigError(name, f"cannot create {path!r}: {exc.strerror or exc}") from None
+    check_render(settings)
