@@ -343,3 +343,13 @@ def test_walk_by_seed_prefix_finds_every_page_of_the_seed(tmp_path: Path, seed_i
     prefix = page_id(seed_id, "")
     found = [s for s in store.walk(seed_id_prefix=prefix) if s["sourceId"].startswith(prefix)]
     assert sorted(s["body"] for s in found) == sorted(urls)
+
+
+def test_streamed_json_write_is_byte_identical_to_dumps(tmp_path):
+    from traverse_crawl.core.atomic import atomic_write_json
+
+    obj = {"seed": {"id": "café ☕", "url": "https://h/"}, "pages": [{"a": None, "b": [1.5, True]}]}
+    path = tmp_path / "m.json"
+    atomic_write_json(str(path), obj)
+    assert path.read_bytes() == json.dumps(obj, indent=2, ensure_ascii=False).encode("utf-8")
+    assert [p.name for p in tmp_path.iterdir()] == ["m.json"]

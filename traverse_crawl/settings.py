@@ -114,7 +114,10 @@ ADDONS = {"traverse_crawl.addon.RenderAddon": 0}
 TWISTED_DNS_RESOLVER = "traverse_crawl.resolver.PinnedResolver"
 
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+# No local control servers in a crawler meant to run as a service; mapping the
+# extension to None also spares every process its aiohttp import.
 TELNETCONSOLE_ENABLED = False
 REMOTE_CONTROL_ENABLED = False
+EXTENSIONS = {"scrapy.extensions.remote_control.RemoteControl": None}
 FEED_EXPORT_ENCODING = "utf-8"
 LOG_LEVEL = "INFO"

@@ -11,14 +11,22 @@ crash left behind (SPEC §12 reads ``*.json`` only).
 from __future__ import annotations
 
 import contextlib
+import io
+import json
 import os
 import secrets
+from collections.abc import Callable
+from typing import Any, BinaryIO
 
 TEMP_SUFFIX = ".tmp"
 
 
-def atomic_write_bytes(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically, creating the directory if needed."""
+def atomic_write(path: str, write: Callable[[BinaryIO], None]) -> None:
+    """Write ``path`` atomically through ``write(handle)``, creating the directory.
+
+    ``write`` streams into the temporary file, so a large document (a manifest)
+    never needs a second copy in memory.
+    """
     directory = os.path.dirname(path) or "."
     os.makedirs(directory, exist_ok=True)
     tmp = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(6)}{TEMP_SUFFIX}")
@@ -28,7 +36,7 @@ def atomic_write_bytes(path: str, data: bytes) -> None:
     fd = os.open(tmp, flags, 0o666)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            write(handle)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
@@ -39,8 +47,29 @@ def atomic_write_bytes(path: str, data: bytes) -> None:
     _fsync_directory(directory)
 
 
+def atomic_write_bytes(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically, creating the directory if needed."""
+
+    def write(handle: BinaryIO) -> None:
+        handle.write(data)
+
+    atomic_write(path, write)
+
+
 def atomic_write_text(path: str, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: str, obj: Any) -> None:
+    """``json.dumps(obj, indent=2, ensure_ascii=False)``, streamed, written atomically."""
+
+    def write(handle: BinaryIO) -> None:
+        text = io.TextIOWrapper(handle, encoding="utf-8", write_through=False)
+        json.dump(obj, text, indent=2, ensure_ascii=False)
+        text.flush()
+        text.detach()  # the caller flushes, fsyncs and closes the file itself
+
+    atomic_write(path, write)
 
 
 def _fsync_directory(directory: str) -> None:

@@ -11,7 +11,6 @@ Stats: ``manifest/written``, ``manifest/partial``, ``manifest/error``.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from typing import Any
@@ -20,7 +19,7 @@ from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 
 from traverse_crawl.config import get_config
-from traverse_crawl.core.atomic import atomic_write_text
+from traverse_crawl.core.atomic import atomic_write_json
 from traverse_crawl.core.errors import ConfigError
 from traverse_crawl.core.frontier import Frontier
 from traverse_crawl.core.store import source_dir_name
@@ -78,9 +77,8 @@ class ManifestPipeline:
             return
         self.written.add(key)
         path = manifest_path(self.directory, frontier.seed_id)
-        text = json.dumps(frontier.manifest(), indent=2, ensure_ascii=False)
         try:
-            atomic_write_text(path, text)
+            atomic_write_json(path, frontier.manifest())
         except OSError as exc:
             logger.error("could not write manifest %s: %s", path, exc)
             self._inc("manifest/error")
