@@ -142,7 +142,7 @@ def crawl(
 
 
 def median(runs: list[dict[str, Any]], key: str) -> float:
-    return round(statistics.median(r[key] for r in runs), 3)
+    return round(float(statistics.median(r[key] for r in runs)), 3)
 
 
 def main() -> int:
