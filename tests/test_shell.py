@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from traverse_crawl.core import shell
+from traverse_crawl.core.html import parse_html
 
 BUNDLE = "<script>" + "window.app=function(){return 42};" * 40 + "</script>"
 ROOT = '<div id="root"></div>'
@@ -99,7 +100,7 @@ def test_signals_of_a_shell() -> None:
     ],
 )
 def test_prepared_text_is_the_visible_text(html: str, expected: str) -> None:
-    root = shell._parse(page(html))
+    root = parse_html(page(html))
     assert root is not None
     assert shell.prepared_text(root) == expected
 

@@ -10,22 +10,11 @@ from __future__ import annotations
 import logging
 
 import ada_url
-from lxml import etree, html
 
 from traverse_crawl.core import urls
+from traverse_crawl.core.html import parse_html
 
 logger = logging.getLogger(__name__)
-
-
-def _parse(body: str) -> etree._Element | None:
-    body = body.replace("\x00", "")
-    if not body.strip():
-        return None
-    try:
-        parser = html.HTMLParser(recover=True, remove_comments=True, remove_pis=True)
-        return html.document_fromstring(body, parser=parser)
-    except (etree.ParserError, ValueError):
-        return None
 
 
 def discover_links(body: str, page_url: str, seed_origin: str) -> list[str]:
@@ -33,7 +22,7 @@ def discover_links(body: str, page_url: str, seed_origin: str) -> list[str]:
 
     Never raises: a page that cannot be parsed yields no links.
     """
-    root = _parse(body)
+    root = parse_html(body)
     if root is None:
         return []
     base = page_url

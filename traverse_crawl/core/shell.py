@@ -36,7 +36,9 @@ import json
 import re
 from dataclasses import dataclass
 
-from lxml import etree, html
+from lxml import etree
+
+from traverse_crawl.core.html import parse_html
 
 PREPARED_TEXT_FLOOR = 600
 TEXT_RATIO_MAX = 0.08
@@ -90,7 +92,7 @@ class ShellSignals:
 def inspect(raw_html: str) -> ShellSignals:
     """Measure ``raw_html`` (decoded text) against the heuristic."""
     scripts = script_chars(raw_html)
-    root = _parse(raw_html)
+    root = parse_html(raw_html)
     if root is None:
         return ShellSignals(len(raw_html), 0, scripts, False, False)
     # Scripts and mounts are read before prepared_text() strips the invisible parts.
@@ -101,17 +103,6 @@ def inspect(raw_html: str) -> ShellSignals:
 
 def is_shell(raw_html: str) -> bool:
     return inspect(raw_html).suspected
-
-
-def _parse(raw_html: str) -> etree._Element | None:
-    text = raw_html.replace("\x00", "")
-    if not text.strip():
-        return None
-    try:
-        parser = html.HTMLParser(recover=True, remove_comments=True, remove_pis=True)
-        return html.document_fromstring(text, parser=parser)
-    except (etree.ParserError, ValueError):
-        return None
 
 
 def prepared_text(root: etree._Element) -> str:
