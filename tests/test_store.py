@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from traverse_crawl.core.js import decode_base64
 from traverse_crawl.core.snapshot import build_snapshot
 from traverse_crawl.core.store import (
     FilesystemSnapshotStore,
-    decode_base64,
     deserialize,
     file_name,
     serialize,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
-from traverse_crawl.core.store import js_string, well_formed
+from traverse_crawl.core.js import js_string, well_formed
 
 PREFIX = "traverse-snapshot:"
 _HEX = frozenset("0123456789abcdefABCDEF")
