@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from lxml import etree, html
 
-
 # Built once: creating a parser per page showed in the replay profile. Parsing
 # happens in the reactor thread only, so one parser is never used concurrently.
 _PARSER = html.HTMLParser(recover=True, remove_comments=True, remove_pis=True)

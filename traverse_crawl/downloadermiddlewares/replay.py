@@ -64,7 +64,7 @@ class ReplayMiddleware:
     def from_crawler(cls, crawler: Crawler) -> ReplayMiddleware:
         return cls(crawler)
 
-    async def process_request(self, request: Request) -> Response:
+    def process_request(self, request: Request) -> Response:
         page_id = request.meta.get("traverse_page_id")
         if not isinstance(page_id, str):
             self._inc("replay/refused")

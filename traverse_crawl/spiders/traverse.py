@@ -119,17 +119,27 @@ class TraverseSpider(Spider):
     def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
         meta = response.meta
         key, index = meta["traverse_seed"], meta["traverse_index"]
-        frontier = self.frontiers[key]
-        snapshot = meta.get("traverse_snapshot") or self._snapshot(response, index)
+        try:
+            outcome, snapshot = self._outcome(self.frontiers[key], index, response)
+        except Exception as exc:  # a bug must not leave the page, and its seed, unrecorded
+            logger.exception("unexpected error while processing %s", response.url)
+            if self.crawler.stats is not None:
+                self.crawler.stats.inc_value("frontier/unexpected_error")
+            message = f"unexpected error while processing the response from {response.url}: {exc}"
+            outcome, snapshot = (
+                Outcome(_fetch_record(meta, FetchError("network", message))),
+                None,
+            )
+        return self._finish(key, index, outcome, snapshot)
+
+    def _outcome(
+        self, frontier: Frontier, index: int, response: Response
+    ) -> tuple[Outcome, dict[str, Any] | None]:
+        meta = response.meta
+        snapshot = meta.get("traverse_snapshot") or self._snapshot(response)
         if isinstance(snapshot, FetchError):
-            return self._finish(key, index, self._error_outcome(snapshot, meta))
-        fetch: dict[str, Any] = {"snapshot": snap.manifest_view(snapshot)}
-        warnings = meta.get("traverse_warnings")
-        if warnings:
-            fetch["warnings"] = list(warnings)
-        if "traverse_render_escalation" in meta:
-            fetch["renderEscalation"] = meta["traverse_render_escalation"]
-        outcome = Outcome(fetch, source_ref=build_source_ref(snapshot))
+            return Outcome(_fetch_record(meta, snapshot)), None
+        outcome = Outcome(_fetch_record(meta, snapshot), source_ref=build_source_ref(snapshot))
         _, depth = frontier.queue[index]
         if snapshot["contentType"] == "html" and frontier.may_follow(depth):
             if urls.same_origin(snapshot["url"], frontier.seed_origin):
@@ -138,9 +148,9 @@ class TraverseSpider(Spider):
                 )
             else:
                 outcome.offhost_final_url = snapshot["url"]
-        return self._finish(key, index, outcome, snapshot)
+        return outcome, snapshot
 
-    def _snapshot(self, response: Response, index: int) -> dict[str, Any] | FetchError:
+    def _snapshot(self, response: Response) -> dict[str, Any] | FetchError:
         status = response.status
         if status == 304:
             return FetchError(
@@ -179,18 +189,8 @@ class TraverseSpider(Spider):
             failure, request, self.config.download_timeout, self.config.download_maxsize
         )
         logger.debug("page failed: %s (%s)", request.url, error.kind)
-        return self._finish(
-            meta["traverse_seed"], meta["traverse_index"], self._error_outcome(error, meta)
-        )
-
-    @staticmethod
-    def _error_outcome(error: FetchError, meta: dict[str, Any]) -> Outcome:
-        fetch: dict[str, Any] = {"error": error.to_dict()}
-        if meta.get("traverse_warnings"):
-            fetch["warnings"] = list(meta["traverse_warnings"])
-        if "traverse_render_escalation" in meta:
-            fetch["renderEscalation"] = meta["traverse_render_escalation"]
-        return Outcome(fetch)
+        outcome = Outcome(_fetch_record(meta, error))
+        return self._finish(meta["traverse_seed"], meta["traverse_index"], outcome)
 
     def _finish(
         self, key: int, index: int, outcome: Outcome, snapshot: dict[str, Any] | None = None
@@ -222,6 +222,21 @@ class TraverseSpider(Spider):
                     frontier.remaining,
                 )
             self.crawler.signals.send_catch_log(seed_finished, frontier=frontier, seed_key=key)
+
+
+def _fetch_record(meta: dict[str, Any], result: dict[str, Any] | FetchError) -> dict[str, Any]:
+    """The page's ``fetch`` object (CONTRACT §3): its snapshot or its error, then
+    the warnings and the render escalation when there are any."""
+    fetch: dict[str, Any] = (
+        {"error": result.to_dict()}
+        if isinstance(result, FetchError)
+        else {"snapshot": snap.manifest_view(result)}
+    )
+    if meta.get("traverse_warnings"):
+        fetch["warnings"] = list(meta["traverse_warnings"])
+    if "traverse_render_escalation" in meta:
+        fetch["renderEscalation"] = meta["traverse_render_escalation"]
+    return fetch
 
 
 def _header(response: Response, name: bytes) -> str | None:
