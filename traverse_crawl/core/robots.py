@@ -235,24 +235,16 @@ def decide(
     """
     status = fetch.status
     if fetch.error_kind is not None or status is None:
-        kind = fetch.error_kind or "network"
-        if policy == "rfc9309":
-            return Decision(
-                DisallowAll(),
-                f"robots.txt for {origin} unreachable ({kind}); disallowing all (rfc9309)",
-            )
-        return Decision(
-            AllowAll(), f"robots.txt for {origin} unreachable ({kind}); proceeding (fail-open)"
-        )
+        return _unavailable(policy, origin, f"unreachable ({fetch.error_kind or 'network'})")
     if status >= 500 or status == 429:
-        if policy == "rfc9309":
-            return Decision(
-                DisallowAll(),
-                f"robots.txt for {origin} returned {status}; disallowing all (rfc9309)",
-            )
-        return Decision(
-            AllowAll(), f"robots.txt for {origin} returned {status}; proceeding (fail-open)"
-        )
+        return _unavailable(policy, origin, f"returned {status}")
     if status >= 400:
         return Decision(AllowAll(), None)
     return Decision(parse_body(fetch.body, user_agent, matcher), None)
+
+
+def _unavailable(policy: Policy, origin: str, what: str) -> Decision:
+    """robots.txt could not be had: SPEC §4's fail-open, or RFC 9309 §2.3.1.4's disallow-all."""
+    if policy == "rfc9309":
+        return Decision(DisallowAll(), f"robots.txt for {origin} {what}; disallowing all (rfc9309)")
+    return Decision(AllowAll(), f"robots.txt for {origin} {what}; proceeding (fail-open)")
