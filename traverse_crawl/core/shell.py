@@ -101,6 +101,10 @@ def inspect(raw_html: str) -> ShellSignals:
     return ShellSignals(len(raw_html), len(prepared_text(root)), scripts, empty_mount, embedded)
 
 
+def is_shell(raw_html: str) -> bool:
+    return inspect(raw_html).suspected
+
+
 def prepared_text(root: etree._Element) -> str:
     """The visible text of a parsed document, whitespace collapsed (module docstring).
 
