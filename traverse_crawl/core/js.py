@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import functools
 import re
+from urllib.parse import quote
 
 _CANONICAL_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 
@@ -17,6 +18,14 @@ _CANONICAL_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 def js_string(value: str) -> str:
     """The string JavaScript sees: surrogate pairs written as two code points join."""
     return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
+def encode_uri_component(value: str) -> str:
+    """JavaScript's ``encodeURIComponent`` (SPEC §13.5), which throws on a lone surrogate.
+
+    Raises ``ValueError`` (``UnicodeEncodeError``) where JavaScript throws ``URIError``.
+    """
+    return quote(js_string(value), safe="!~*'()")
 
 
 def well_formed(value: str) -> str:

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, quote_plus, unquote, unquote_plus
+from urllib.parse import quote_plus, unquote, unquote_plus
 
-from traverse_crawl.core.js import js_string, well_formed
+from traverse_crawl.core.js import encode_uri_component, well_formed
 
 PREFIX = "traverse-snapshot:"
 _HEX = frozenset("0123456789abcdefABCDEF")
@@ -28,14 +28,6 @@ class SourceRef:
     url: str
     body_hash: str
     fetched_at: str
-
-
-def encode_uri_component(value: str) -> str:
-    """JavaScript's ``encodeURIComponent``, which throws on a lone surrogate.
-
-    Raises ``ValueError`` (``UnicodeEncodeError``) where JavaScript throws ``URIError``.
-    """
-    return quote(js_string(value), safe="!~*'()")
 
 
 def _form_encode(value: str) -> str:

@@ -6,9 +6,9 @@ empty queries, whitespace, percent-encoding and dot segments (SPEC §17b).
 
 from __future__ import annotations
 
-from urllib.parse import quote
-
 import ada_url
+
+from traverse_crawl.core.js import encode_uri_component
 
 HTTP_SCHEMES = frozenset({"http:", "https:"})
 
@@ -47,11 +47,6 @@ def same_origin(url: str, expected_origin: str) -> bool:
     if url.startswith(expected_origin + "/"):
         return True
     return "@" in url and origin(url) == expected_origin
-
-
-def encode_uri_component(value: str) -> str:
-    """JavaScript's ``encodeURIComponent`` (SPEC §13.5)."""
-    return quote(value, safe="!~*'()")
 
 
 def page_id(seed_id: str, url: str) -> str:
