@@ -17,10 +17,10 @@ from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 from scrapy.settings import BaseSettings
 
-from traverse_crawl.addon import check_render
 from traverse_crawl.core.config import TraverseConfig
 from traverse_crawl.core.errors import ConfigError
 from traverse_crawl.core.seeds import seeds_from_args
+from traverse_crawl.rendering.addon import check_render
 
 logger = logging.getLogger(__name__)
 

@@ -1,4 +1,7 @@
-"""The render policy's pure parts: the ``renderEscalation`` record and SPEC §4's texts.
+"""The render policy's pure parts: meta keys, the ``renderEscalation`` record, SPEC §4's texts.
+
+The meta keys are shared by the render middleware and the page guard
+(``traverse_crawl.rendering``); declared here, neither imports the other for them.
 
 ``escalation()`` builds the object the manifest carries in ``fetch.renderEscalation``
 (CONTRACT §3), with SPEC §11's outcomes. The warning texts are normative (CONTRACT §2),
@@ -11,6 +14,17 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from traverse_crawl.core.errors import FetchError
+
+# Meta keys of a rendered page request (documented in traverse_crawl.rendering.middleware).
+RENDER = "traverse_render"
+FALLBACK = "traverse_render_fallback"
+FINAL = "traverse_render_final"
+ESCALATION = "traverse_render_escalation"
+# Set by the page guard (the browser side), read by the render middleware.
+GUARD_KEY = "traverse_render_guard"
+HANDOFF = "traverse_render_handoff"
+DENIED = "traverse_render_denied"
+FAILED = "traverse_render_failed"
 
 Outcome = Literal["not-needed", "rendered", "render-failed-fallback"]
 

@@ -1,8 +1,11 @@
 """Render pages in Chromium through scrapy-playwright (SPEC §11, CONTRACT §2, issue 5).
 
+``RenderAddon`` (``traverse_crawl.rendering.addon``) adds this middleware to
+``DOWNLOADER_MIDDLEWARES`` at 540 only when pages are rendered, so it imports
+Playwright at the top: a crawl that never renders never imports this module.
 ``TRAVERSE_RENDER`` applies to every page of the crawl:
 
-- ``never``: this middleware is disabled (and the add-on installs no browser).
+- ``never``: this middleware is not installed (and the add-on installs no browser).
 - ``always``: every page request is a rendered attempt.
 - ``on-shell-warning``: a plain attempt first; when its final response is a 2xx
   HTML page that ``core.shell`` calls a JavaScript shell, one rendered attempt of
@@ -11,7 +14,7 @@
 
 At 540, ``process_request`` runs after egress (90) and robots (100) and marks a
 rendered attempt for scrapy-playwright (``playwright`` and its meta keys; the page
-guard in ``traverse_crawl.pageguard`` answers every browser request). Rendered
+guard in ``traverse_crawl.rendering.pageguard`` answers every browser request). Rendered
 attempts are not retried (``dont_retry``; SPEC §11: the renderer is never retried).
 ``process_response`` runs after redirect (600) and retry (550) are done with a
 response, so it sees the final plain response of a page.
@@ -54,38 +57,43 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.misc import load_object
+from scrapy_playwright.page import PageMethod
 
-from traverse_crawl.config import get_config
 from traverse_crawl.core import shell
+from traverse_crawl.core.config import get_config
 from traverse_crawl.core.errors import FetchError
-from traverse_crawl.core.render import RETRIES_WARNING, REVALIDATE_WARNING, escalation
+from traverse_crawl.core.render import (
+    DENIED,
+    ESCALATION,
+    FAILED,
+    FALLBACK,
+    FINAL,
+    GUARD_KEY,
+    HANDOFF,
+    RENDER,
+    RETRIES_WARNING,
+    REVALIDATE_WARNING,
+    escalation,
+)
 from traverse_crawl.core.snapshot import decode_text, resolve_content_type
 from traverse_crawl.downloadermiddlewares.redirect import RedirectMiddleware
-from traverse_crawl.exceptions import PageFailed
-from traverse_crawl.renderresponse import as_rendered_html, freeze, thaw, utf8_body
-
-if TYPE_CHECKING:
-    from traverse_crawl.pageguard import PageGuard
+from traverse_crawl.exceptions import PageFailed, RenderWaitTimeout
+from traverse_crawl.rendering import pageguard
+from traverse_crawl.rendering.response import as_rendered_html, freeze, thaw, utf8_body
+from traverse_crawl.stats import inc
 
 logger = logging.getLogger(__name__)
 
-# Meta keys shared with traverse_crawl.pageguard (the browser side).
-GUARD_KEY = "traverse_render_guard"
-HANDOFF = "traverse_render_handoff"
-DENIED = "traverse_render_denied"
-FAILED = "traverse_render_failed"
-RENDER = "traverse_render"
-FALLBACK = "traverse_render_fallback"
-FINAL = "traverse_render_final"
-ESCALATION = "traverse_render_escalation"
+# The browser context every rendered page opens in.
 CONTEXT = "traverse"
 
 # Per-attempt keys: never carried from one attempt to the next.
@@ -104,22 +112,12 @@ class RenderMiddleware:
         config = get_config(crawler)
         if config.render == "never" or config.mode == "replay":
             raise NotConfigured
-        # Playwright is imported only when pages are rendered: a crawl that never
-        # renders runs without it.
-        from playwright.async_api import TimeoutError as PlaywrightTimeoutError
-        from scrapy_playwright.page import PageMethod
-
-        from traverse_crawl import pageguard
-
-        self.pageguard = pageguard
-        self.page_method = PageMethod
-        self.timeout_error = PlaywrightTimeoutError
         self.crawler = crawler
         self.policy = config.render
         self.timeout_ms = round(config.download_timeout * 1000)
         self.maxsize = config.download_maxsize
         abort = crawler.settings.get("PLAYWRIGHT_ABORT_REQUEST")
-        self.guard: PageGuard = pageguard.PageGuard(
+        self.guard = pageguard.PageGuard(
             f"{id(crawler):x}-{uuid.uuid4().hex[:8]}",
             egress_guard=config.egress_guard,
             allow=config.egress_allow,
@@ -154,10 +152,6 @@ class RenderMiddleware:
     def engine_stopped(self) -> None:
         self.guard.unregister()
 
-    def _inc(self, key: str) -> None:
-        if self.crawler.stats is not None:
-            self.crawler.stats.inc_value(key)
-
     # -- requests -------------------------------------------------------------
 
     def process_request(self, request: Request) -> None:
@@ -173,21 +167,19 @@ class RenderMiddleware:
         if not meta.get(RENDER):
             meta[ESCALATION] = escalation(self.policy, False, False, "not-needed")
             return
-        self._inc("render/attempts")
+        inc(self.crawler.stats, "render/attempts")
         meta.update(
             {
                 "playwright": True,
                 "playwright_context": CONTEXT,
                 "playwright_context_kwargs": dict(self.context_kwargs),
-                "playwright_page_init_callback": self.pageguard.INIT_CALLBACK,
+                "playwright_page_init_callback": pageguard.INIT_CALLBACK,
                 "playwright_page_goto_kwargs": {
                     # settle() does the waiting, within the attempt's deadline.
                     "wait_until": "commit",
                     "timeout": self.timeout_ms,
                 },
-                "playwright_page_methods": [
-                    self.page_method(self.pageguard.settle, self.guard.key)
-                ],
+                "playwright_page_methods": [PageMethod(pageguard.settle, self.guard.key)],
                 GUARD_KEY: self.guard.key,
                 "dont_retry": True,
             }
@@ -211,7 +203,7 @@ class RenderMiddleware:
         if handoff is not None:
             # The page navigated itself away (a script or meta refresh) after it
             # loaded; the redirect middleware has already run, so it is asked here.
-            self._inc("render/handed_back")
+            inc(self.crawler.stats, "render/handed_back")
             response = thaw(handoff, request)
             followed = self.redirect.process_response(request, response)
             if isinstance(followed, Request):
@@ -234,7 +226,7 @@ class RenderMiddleware:
             if FALLBACK in meta:
                 error = FetchError("render-error", f"render of {url}: the document is not HTML")
                 return self._fail(request, error)
-            self._inc("render/not_html")
+            inc(self.crawler.stats, "render/not_html")
             meta[FINAL] = True
             meta[ESCALATION] = escalation(self.policy, False, False, "not-needed")
             return response
@@ -247,7 +239,7 @@ class RenderMiddleware:
         if self.maxsize and len(body) > self.maxsize:
             error = FetchError("too-large", f"snapshot from {url} exceeds {self.maxsize} bytes")
             return self._fail(request, error)
-        self._inc("render/rendered")
+        inc(self.crawler.stats, "render/rendered")
         meta[FINAL] = True
         meta[ESCALATION] = escalation(
             self.policy, self.policy == "on-shell-warning", True, "rendered"
@@ -268,7 +260,7 @@ class RenderMiddleware:
         signals_ = shell.inspect(decode_text(response.body, content_type))
         if not signals_.suspected:
             return response
-        self._inc("render/shell_detected")
+        inc(self.crawler.stats, "render/shell_detected")
         logger.debug("render: %s is a JavaScript shell (%s)", response.url, signals_.describe())
         new_meta = {k: v for k, v in meta.items() if k not in _PLAIN_ONLY}
         new_meta[RENDER] = True
@@ -297,7 +289,7 @@ class RenderMiddleware:
             return None
         handoff = meta.pop(HANDOFF, None)
         if handoff is not None:
-            self._inc("render/handed_back")
+            inc(self.crawler.stats, "render/handed_back")
             return thaw(handoff, request)
         return self._fail(request, self._error(request, exception))
 
@@ -308,10 +300,10 @@ class RenderMiddleware:
         denied = meta.pop(DENIED, None)
         if denied is not None:
             return FetchError.from_dict(denied)
-        if isinstance(exception, self.pageguard.RenderWaitTimeout):
+        if isinstance(exception, RenderWaitTimeout):
             return FetchError("render-error", f"render of {request.url}: {exception}")
         reason = meta.pop(FAILED, None)
-        if isinstance(exception, self.timeout_error) or (reason and "Timeout" in reason):
+        if isinstance(exception, PlaywrightTimeoutError) or (reason and "Timeout" in reason):
             return FetchError(
                 "render-error", f"render of {request.url} timed out after {self.timeout_ms}ms"
             )
@@ -321,13 +313,13 @@ class RenderMiddleware:
     def _fail(self, request: Request, error: FetchError) -> Response:
         """Keep the plain page (on-shell-warning), or fail the page with ``error``."""
         meta = request.meta
-        self._inc("render/failed")
+        inc(self.crawler.stats, "render/failed")
         logger.debug("render failed: %s (%s)", request.url, error.message)
         meta[FINAL] = True
         plain = meta.get(FALLBACK)
         if plain is None:
             raise PageFailed(error)
-        self._inc("render/fallback")
+        inc(self.crawler.stats, "render/fallback")
         meta[ESCALATION] = escalation(self.policy, True, True, "render-failed-fallback", error)
         meta["traverse_warnings"] = list(plain.get("warnings", []))
         return thaw(plain, request)

@@ -4,11 +4,13 @@ Listed in ``ADDONS`` by ``settings.py``. When ``TRAVERSE_RENDER`` is ``always`` 
 ``on-shell-warning`` and ``TRAVERSE_MODE`` is not ``replay``, it sets, never over
 what the user set:
 
+- ``DOWNLOADER_MIDDLEWARES``: ``RenderMiddleware`` at 540 (unless the user listed it,
+  e.g. as ``None`` to turn it off);
 - ``DOWNLOAD_HANDLERS`` ``http``/``https``: scrapy-playwright's handler (a request
   without ``meta["playwright"]`` still takes Scrapy's HTTP/1.1 path through it);
 - ``PLAYWRIGHT_BROWSER_TYPE``: ``chromium``;
 - ``PLAYWRIGHT_LAUNCH_OPTIONS``: Debian's ``/usr/bin/chromium``, headless, STACK §2's
-  flags — each key only where the user's dict has none (``traverse_crawl.browser``);
+  flags — each key only where the user's dict has none (``rendering.browser``);
 - ``PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT``: ``DOWNLOAD_TIMEOUT`` in milliseconds;
 - ``PLAYWRIGHT_MAX_PAGES_PER_CONTEXT``: ``CONCURRENT_REQUESTS`` (scrapy-playwright's own
   default, stated so a lower ``CONCURRENT_REQUESTS`` bounds open pages too).
@@ -29,13 +31,14 @@ from typing import Any
 from scrapy.crawler import Crawler
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
-from traverse_crawl.browser import check_browser, launch_options
 from traverse_crawl.core.config import TraverseConfig
 from traverse_crawl.core.errors import ConfigError
+from traverse_crawl.rendering.browser import check_browser, launch_options
 
 logger = logging.getLogger(__name__)
 
 HANDLER = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
+MIDDLEWARE_PRIORITY = 540
 
 
 def renders(config: TraverseConfig) -> bool:
@@ -54,7 +57,7 @@ def check_render(settings: BaseSettings) -> None:
     """Everything rendering needs before the first request, as a ``ConfigError``.
 
     For ``scrapy crawl``'s start-up check as well as for :class:`RenderAddon`; the
-    browser launch is done once per process (``traverse_crawl.browser``).
+    browser launch is done once per process (``traverse_crawl.rendering.browser``).
     """
     config = TraverseConfig.from_settings(settings)
     if not renders(config):
@@ -85,6 +88,13 @@ class RenderAddon:
         if not renders(config):
             return
         check_render(settings)
+        # Imported here, once check_render() found scrapy-playwright: the middleware
+        # module imports Playwright, which a crawl that never renders does not need.
+        from traverse_crawl.rendering.middleware import RenderMiddleware
+
+        settings.setdefault_in_component_priority_dict(
+            "DOWNLOADER_MIDDLEWARES", RenderMiddleware, MIDDLEWARE_PRIORITY
+        )
         handlers = dict(settings.getdict("DOWNLOAD_HANDLERS"))
         for scheme in ("http", "https"):
             handlers.setdefault(scheme, HANDLER)

@@ -49,7 +49,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from playwright.async_api import (
     APIRequestContext,
@@ -65,9 +65,10 @@ from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from traverse_crawl.core import egress, urls
 from traverse_crawl.core.errors import FetchError
-from traverse_crawl.core.render import networkidle_warning
+from traverse_crawl.core.render import DENIED, FAILED, GUARD_KEY, HANDOFF, networkidle_warning
 from traverse_crawl.core.snapshot import resolve_content_type
-from traverse_crawl.downloadermiddlewares.render import DENIED, FAILED, GUARD_KEY, HANDOFF
+from traverse_crawl.exceptions import ClientRedirect, RenderWaitTimeout
+from traverse_crawl.stats import Stats, inc
 
 logger = logging.getLogger(__name__)
 
@@ -81,18 +82,6 @@ _HOP_HEADERS = frozenset({"host", "cookie", "content-length", "if-none-match", "
 # Every guard of a running crawl, by key: meta holds the key, never the object,
 # so requests stay picklable (JOBDIR).
 GUARDS: dict[str, PageGuard] = {}
-
-
-class Stats(Protocol):
-    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None: ...
-
-
-class RenderWaitTimeout(Exception):
-    """``TRAVERSE_RENDER_WAIT_FOR`` did not appear in time: the render failed."""
-
-
-class ClientRedirect(Exception):
-    """The page navigated itself elsewhere; the hop is handed back to Scrapy."""
 
 
 async def _close(page: Page) -> None:
@@ -154,10 +143,6 @@ class PageGuard:
     def unregister(self) -> None:
         GUARDS.pop(self.key, None)
 
-    def _inc(self, key: str) -> None:
-        if self.stats is not None:
-            self.stats.inc_value(key)
-
     # -- set-up ---------------------------------------------------------------
 
     async def init_page(self, page: Page, meta: dict[str, Any]) -> None:
@@ -182,12 +167,12 @@ class PageGuard:
         await page.route_web_socket("**", self._on_websocket)
 
     async def _refuse_unowned(self, route: Route) -> None:
-        self._inc("render/popup_blocked")
+        inc(self.stats, "render/popup_blocked")
         with suppress(PlaywrightError):
             await route.abort("blockedbyclient")
 
     async def _close_popup(self, popup: Page) -> None:
-        self._inc("render/popup_blocked")
+        inc(self.stats, "render/popup_blocked")
         with suppress(PlaywrightError):
             await popup.close()
 
@@ -213,7 +198,7 @@ class PageGuard:
             refusal = await self._refusal(state, request.url)
             main = request.is_navigation_request() and request.frame.parent_frame is None
             if refusal is not None:
-                self._inc("render/egress_blocked")
+                inc(self.stats, "render/egress_blocked")
                 logger.debug("render: refused %s (%s)", request.url, refusal.message)
                 if main and not state.navigated:
                     state.meta[DENIED] = refusal.to_dict()
@@ -224,7 +209,7 @@ class PageGuard:
                 if isinstance(verdict, Awaitable):
                     verdict = await verdict
                 if verdict:
-                    self._inc("render/aborted_by_setting")
+                    inc(self.stats, "render/aborted_by_setting")
                     await route.abort("blockedbyclient")
                     return
             if main:
@@ -245,7 +230,7 @@ class PageGuard:
         if state.navigated:
             # A script or meta-refresh navigation: stopped here and handed back to
             # Scrapy as a redirect, so robots, egress and politeness see the hop.
-            self._inc("render/client_redirects")
+            inc(self.stats, "render/client_redirects")
             state.meta.setdefault(HANDOFF, _redirect_to(request.url))
             state.redirected.set()
             # A 204 answer to a navigation leaves the document in place (no error page).
@@ -281,7 +266,7 @@ class PageGuard:
                 return
             refusal = await self._refusal(state, target)
             if refusal is not None:
-                self._inc("render/egress_blocked")
+                inc(self.stats, "render/egress_blocked")
                 logger.debug("render: refused redirect to %s (%s)", target, refusal.message)
                 await route.abort("blockedbyclient")
                 return
@@ -304,7 +289,7 @@ class PageGuard:
         # Playwright's connect_to_server() reached no server once the page's HTTP
         # requests are fulfilled by this guard (Playwright 1.65, Chromium 156), so
         # a rendered page opens no WebSocket at all: closed, never sent.
-        self._inc("render/websocket_closed")
+        inc(self.stats, "render/websocket_closed")
         with suppress(PlaywrightError):
             await ws.close()
 
