@@ -622,7 +622,7 @@ BUCKETS: list[tuple[str, str]] = [
     ),
     (
         "spider callback (own code)",
-        r"^(TraverseSpider|PlainSpider)\.|\(traverse_crawl/(spiders|items|errors|signals)",
+        r"^(TraverseSpider|PlainSpider)\.|\(traverse_crawl/(spiders|items|exceptions|signals)",
     ),
     (
         "stats, signals, logging, extensions",

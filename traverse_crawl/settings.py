@@ -1,40 +1,20 @@
 """Scrapy settings of the traverse_crawl project (CONTRACT §2).
 
-Every TRAVERSE_* setting is documented in docs/settings.md; the defaults live in
-``traverse_crawl.core.config.DEFAULTS`` and are repeated here for readers.
+Every setting traverse_crawl reads — the TRAVERSE_* ones and the Scrapy ones whose
+project default differs from Scrapy's (``USER_AGENT``, ``ROBOTSTXT_OBEY``,
+``DOWNLOAD_TIMEOUT``, ``DOWNLOAD_MAXSIZE``, ``REDIRECT_MAX_TIMES``, ...) — has its
+default in one place, ``traverse_crawl.core.config.FIELDS``; this module sets them
+all from there. docs/settings.md lists each with its value.
 """
+
+from traverse_crawl.core import config as _config
 
 BOT_NAME = "traverse_crawl"
 SPIDER_MODULES = ["traverse_crawl.spiders"]
 NEWSPIDER_MODULE = "traverse_crawl.spiders"
 COMMANDS_MODULE = "traverse_crawl.commands"
 
-# An honest bot name; its first product token selects the robots.txt group.
-USER_AGENT = (
-    "traverse_crawl-bot/0.1 (+https://example.invalid/traverse_crawl; "
-    "contact: set-a-real-contact@example.com)"
-)
-
-TRAVERSE_MODE = "capture"
-TRAVERSE_STORE = ".traverse/snapshots"
-TRAVERSE_MANIFEST_DIR = ".traverse/manifests"
-TRAVERSE_MAX_PAGES = 20
-TRAVERSE_MAX_DEPTH = 2
-TRAVERSE_MIN_DELAY = 1.0
-TRAVERSE_ROBOTS_POLICY = "fail-open"
-TRAVERSE_RETRY_BACKOFF = 0.25
-TRAVERSE_RETRY_AFTER_MAX = 30.0
-TRAVERSE_REVALIDATE = False
-TRAVERSE_RENDER = "never"
-TRAVERSE_RENDER_WAIT_FOR = ""
-TRAVERSE_EGRESS_GUARD = True
-TRAVERSE_EGRESS_ALLOW: list[str] = []
-
-ROBOTSTXT_OBEY = True
-RETRY_TIMES = 2
-DOWNLOAD_TIMEOUT = 15
-DOWNLOAD_MAXSIZE = 33554432
-REDIRECT_MAX_TIMES = 5
+globals().update(_config.DEFAULTS)
 
 # Traverse sends no cookies and follows no meta refresh.
 COOKIES_ENABLED = False
@@ -78,6 +58,7 @@ SPIDER_MIDDLEWARES = {
 #  400  DefaultHeaders          built-in, Traverse's Accept header
 #  500  UserAgent               built-in
 #  540  RenderMiddleware        TRAVERSE_RENDER: mark or escalate pages to Chromium
+#                               (installed by RenderAddon only when pages are rendered)
 #  550  RetryMiddleware         (replaces built-in) 429/5xx/network/timeout, jittered backoff
 #  590  HttpCompression         built-in; bodies are hashed after decoding
 #  600  RedirectMiddleware      (replaces built-in) manual, chain recorded, robots per hop
@@ -92,7 +73,6 @@ DOWNLOADER_MIDDLEWARES = {
     "traverse_crawl.downloadermiddlewares.replay.ReplayMiddleware": 50,
     "traverse_crawl.downloadermiddlewares.egress.EgressGuardMiddleware": 90,
     "traverse_crawl.downloadermiddlewares.robots.RobotsMiddleware": 100,
-    "traverse_crawl.downloadermiddlewares.render.RenderMiddleware": 540,
     "traverse_crawl.downloadermiddlewares.retry.RetryMiddleware": 550,
     "traverse_crawl.downloadermiddlewares.redirect.RedirectMiddleware": 600,
     "traverse_crawl.downloadermiddlewares.revalidate.RevalidateMiddleware": 650,
@@ -105,9 +85,10 @@ ITEM_PIPELINES = {
     "traverse_crawl.pipelines.manifest.ManifestPipeline": 900,
 }
 
-# The render add-on installs scrapy-playwright's download handler only when
-# TRAVERSE_RENDER is not "never" (and not in replay), so no browser starts otherwise.
-ADDONS = {"traverse_crawl.addon.RenderAddon": 0}
+# The render add-on installs scrapy-playwright's download handler and the render
+# middleware only when TRAVERSE_RENDER is not "never" (and not in replay), so no
+# browser starts, and Playwright is not imported, otherwise.
+ADDONS = {"traverse_crawl.rendering.addon.RenderAddon": 0}
 
 # The egress guard pins the addresses it checked in this resolver, so the
 # connection goes to exactly those addresses (no DNS rebinding window).

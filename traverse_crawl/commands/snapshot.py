@@ -21,16 +21,10 @@ from typing import Any, ClassVar
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from traverse_crawl.commands.snapshots import (
-    CommandFailed,
-    metadata,
-    open_store,
-    printable,
-    run_safely,
-    write_text,
-)
+from traverse_crawl.commands.common import metadata, open_store, printable, run_safely, write_text
 from traverse_crawl.core.snapshot import Snapshot
 from traverse_crawl.core.sourceref import parse_source_ref
+from traverse_crawl.exceptions import CommandFailed
 
 
 def body_bytes(snapshot: Snapshot) -> bytes:

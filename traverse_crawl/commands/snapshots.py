@@ -24,59 +24,11 @@ from typing import Any, ClassVar
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from traverse_crawl.core.config import TraverseConfig
-from traverse_crawl.core.errors import ConfigError
-from traverse_crawl.core.snapshot import Snapshot, manifest_view
-from traverse_crawl.core.sourceref import build_source_ref, encode_uri_component
+from traverse_crawl.commands.common import metadata, open_store, printable, run_safely, write_text
+from traverse_crawl.core.js import encode_uri_component
+from traverse_crawl.core.snapshot import Snapshot
 from traverse_crawl.core.store import FilesystemSnapshotStore, sort_newest_first
-
-
-class CommandFailed(Exception):
-    """A user-facing failure: one line on stderr, exit status 1."""
-
-
-def open_store(settings: Any) -> FilesystemSnapshotStore:
-    try:
-        root = TraverseConfig.from_settings(settings).store
-    except ConfigError as exc:
-        raise CommandFailed(str(exc)) from None
-    store = FilesystemSnapshotStore(root)
-    if not store.exists():
-        raise CommandFailed(f"no snapshot store at {store.root} (TRAVERSE_STORE)")
-    return store
-
-
-def printable(text: str) -> str:
-    """Text that any terminal encoding accepts (lone surrogates as ``\\udXXX``)."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-def write_text(stream: Any, text: str) -> None:
-    buffer = getattr(stream, "buffer", None)
-    if buffer is not None:
-        buffer.write(text.encode("utf-8", "backslashreplace"))
-        buffer.flush()
-    else:
-        stream.write(printable(text))
-        stream.flush()
-
-
-def metadata(snapshot: Snapshot) -> dict[str, Any]:
-    """The snapshot without its body, plus its ``sourceRef`` (when one can be built)."""
-    out = manifest_view(snapshot)
-    try:
-        out["sourceRef"] = build_source_ref(snapshot)
-    except ValueError:  # an id JavaScript could not encode either (lone surrogate)
-        pass
-    return out
-
-
-def run_safely(command: ScrapyCommand, action: Any, *args: Any) -> None:
-    try:
-        action(*args)
-    except CommandFailed as exc:
-        write_text(sys.stderr, f"error: {exc}\n")
-        command.exitcode = 1
+from traverse_crawl.exceptions import CommandFailed
 
 
 def seed_pages(store: FilesystemSnapshotStore, seed_id: str) -> list[Snapshot]:

@@ -1,61 +1,48 @@
 """Typed, validated traverse_crawl settings (CONTRACT §2).
 
-Every setting is read once, here, into a frozen ``TraverseConfig``; an invalid
-value raises ``ConfigError`` naming the setting and the accepted values, at
-start-up and never halfway through a crawl (STYLE §3). Values may come from
-``settings.py`` (typed) or ``-s NAME=VALUE`` / scrapyd ``setting=`` (strings).
+Every setting is read once, here, into a frozen ``TraverseConfig``: ``FIELDS`` has
+one row per setting with its default (the only place defaults live) and its
+parser. An invalid value raises ``ConfigError`` naming the setting and the
+accepted values, at start-up and never halfway through a crawl (STYLE §3). Values
+may come from ``settings.py`` (typed) or ``-s NAME=VALUE`` / scrapyd ``setting=``
+(strings). ``get_config(crawler)`` parses them once per crawler, for every
+component; the ``Protocol`` types keep this module free of Scrapy.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, NamedTuple, Protocol, TypeVar, get_args
 
 import cssselect
 
 from traverse_crawl.core import urls
 from traverse_crawl.core.errors import ConfigError
+from traverse_crawl.core.robots import Matcher, Policy
 
-MODES = ("live", "capture", "replay")
-ROBOTS_POLICIES = ("fail-open", "rfc9309")
-ROBOTS_MATCHERS = ("traverse", "rfc9309")
-RENDER_POLICIES = ("never", "always", "on-shell-warning")
+Mode = Literal["live", "capture", "replay"]
+RenderPolicy = Literal["never", "always", "on-shell-warning"]
 MAX_RETRIES = 5
 
-DEFAULTS: dict[str, Any] = {
-    "TRAVERSE_MODE": "capture",
-    "TRAVERSE_STORE": ".traverse/snapshots",
-    "TRAVERSE_MANIFEST_DIR": ".traverse/manifests",
-    "TRAVERSE_MAX_PAGES": 20,
-    "TRAVERSE_MAX_DEPTH": 2,
-    "TRAVERSE_MIN_DELAY": 1.0,
-    "TRAVERSE_ROBOTS_POLICY": "fail-open",
-    "TRAVERSE_ROBOTS_MATCHER": "traverse",
-    "TRAVERSE_ROBOTS_CRAWL_DELAY_MAX": 10.0,
-    "TRAVERSE_RETRY_BACKOFF": 0.25,
-    "TRAVERSE_RETRY_AFTER_MAX": 30.0,
-    "TRAVERSE_REVALIDATE": False,
-    "TRAVERSE_RENDER": "never",
-    "TRAVERSE_RENDER_WAIT_FOR": "",
-    "TRAVERSE_EGRESS_GUARD": True,
-    "TRAVERSE_EGRESS_ALLOW": [],
-    "ROBOTSTXT_OBEY": True,
-    "RETRY_TIMES": 2,
-    "DOWNLOAD_TIMEOUT": 15.0,
-    "DOWNLOAD_MAXSIZE": 33554432,
-    "REDIRECT_MAX_TIMES": 5,
-}
+T = TypeVar("T")
+C = TypeVar("C", bound=str)
+Parser = Callable[[str, Any], T]
 
 
 class SettingsLike(Protocol):
+    """What is read from a settings object: Scrapy's ``Settings``, or a plain dict."""
+
     def get(self, name: str, default: Any = None) -> Any: ...
 
 
-def _raw(settings: SettingsLike, name: str) -> Any:
-    value = settings.get(name)
-    return DEFAULTS[name] if value is None else value
+class HasSettings(Protocol):
+    """A Scrapy ``Crawler``, as far as ``get_config`` needs one."""
+
+    @property
+    def settings(self) -> SettingsLike: ...
 
 
 def parse_bool(name: str, value: Any) -> bool:
@@ -95,9 +82,10 @@ def parse_whole(name: str, value: Any) -> int:
     return int(number)
 
 
-def parse_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
-    if isinstance(value, str) and value in choices:
-        return value
+def parse_choice(name: str, value: Any, choices: tuple[C, ...]) -> C:
+    for choice in choices:
+        if value == choice:
+            return choice
     accepted = ", ".join(repr(c) for c in choices)
     raise ConfigError(name, f"expected one of {accepted}, got {value!r}")
 
@@ -148,17 +136,91 @@ def parse_origins(name: str, value: Any) -> frozenset[str]:
     return frozenset(origins)
 
 
+def choice(choices: tuple[C, ...]) -> Parser[C]:
+    return lambda name, value: parse_choice(name, value, choices)
+
+
+def at_least(low: float, high: float = math.inf) -> Parser[float]:
+    """A number, clamped to ``[low, high]`` (Traverse clamps rather than refuses)."""
+    return lambda name, value: min(max(low, parse_float(name, value)), high)
+
+
+def parse_positive(name: str, value: Any) -> float:
+    number = parse_float(name, value)
+    if number <= 0:
+        raise ConfigError(name, f"expected a number > 0, got {number!r}")
+    return number
+
+
+def parse_path(name: str, value: Any) -> str:
+    text = str(value)
+    if not text.strip():
+        raise ConfigError(name, f"expected a directory path, got {text!r}")
+    return text
+
+
+def parse_retries(name: str, value: Any) -> int:
+    # Traverse clamps retries to [0, 5] (SPEC §2.1); we also round down, since a
+    # fractional attempt count means nothing.
+    return int(at_least(0.0, MAX_RETRIES)(name, value))
+
+
+def parse_text(name: str, value: Any) -> str:
+    return str(value)
+
+
+class Field(NamedTuple):
+    setting: str
+    default: Any
+    parse: Parser[Any]
+
+
+# Every setting traverse_crawl reads: its TraverseConfig field, name, default and
+# parser. The one place defaults live; settings.py takes its values from here.
+FIELDS: dict[str, Field] = {
+    "mode": Field("TRAVERSE_MODE", "capture", choice(get_args(Mode))),
+    "store": Field("TRAVERSE_STORE", ".traverse/snapshots", parse_path),
+    "manifest_dir": Field("TRAVERSE_MANIFEST_DIR", ".traverse/manifests", parse_path),
+    "max_pages": Field("TRAVERSE_MAX_PAGES", 20, parse_whole),
+    "max_depth": Field("TRAVERSE_MAX_DEPTH", 2, parse_whole),
+    "min_delay": Field("TRAVERSE_MIN_DELAY", 1.0, at_least(0.0)),
+    "robots_obey": Field("ROBOTSTXT_OBEY", True, parse_bool),
+    "robots_policy": Field("TRAVERSE_ROBOTS_POLICY", "fail-open", choice(get_args(Policy))),
+    "robots_matcher": Field("TRAVERSE_ROBOTS_MATCHER", "traverse", choice(get_args(Matcher))),
+    "robots_crawl_delay_max": Field("TRAVERSE_ROBOTS_CRAWL_DELAY_MAX", 10.0, at_least(0.0)),
+    "retry_times": Field("RETRY_TIMES", 2, parse_retries),
+    "retry_backoff": Field("TRAVERSE_RETRY_BACKOFF", 0.25, at_least(0.0)),
+    "retry_after_max": Field("TRAVERSE_RETRY_AFTER_MAX", 30.0, at_least(0.0)),
+    "download_timeout": Field("DOWNLOAD_TIMEOUT", 15.0, parse_positive),
+    "download_maxsize": Field("DOWNLOAD_MAXSIZE", 33554432, parse_whole),
+    "redirect_max_times": Field("REDIRECT_MAX_TIMES", 5, parse_whole),
+    "user_agent": Field(
+        "USER_AGENT",
+        # An honest bot name; its first product token selects the robots.txt group.
+        "traverse_crawl-bot/0.1 (+https://example.invalid/traverse_crawl; "
+        "contact: set-a-real-contact@example.com)",
+        parse_text,
+    ),
+    "revalidate": Field("TRAVERSE_REVALIDATE", False, parse_bool),
+    "render": Field("TRAVERSE_RENDER", "never", choice(get_args(RenderPolicy))),
+    "render_wait_for": Field("TRAVERSE_RENDER_WAIT_FOR", "", parse_selector),
+    "egress_guard": Field("TRAVERSE_EGRESS_GUARD", True, parse_bool),
+    "egress_allow": Field("TRAVERSE_EGRESS_ALLOW", (), parse_origins),
+}
+DEFAULTS: dict[str, Any] = {field.setting: field.default for field in FIELDS.values()}
+
+
 @dataclass(frozen=True)
 class TraverseConfig:
-    mode: str
+    mode: Mode
     store: str
     manifest_dir: str
     max_pages: int
     max_depth: int
     min_delay: float
     robots_obey: bool
-    robots_policy: str
-    robots_matcher: str
+    robots_policy: Policy
+    robots_matcher: Matcher
     robots_crawl_delay_max: float
     retry_times: int
     retry_backoff: float
@@ -168,73 +230,31 @@ class TraverseConfig:
     redirect_max_times: int
     user_agent: str
     revalidate: bool
-    render: str
+    render: RenderPolicy
     render_wait_for: str
     egress_guard: bool
     egress_allow: frozenset[str]
 
     @classmethod
     def from_settings(cls, settings: SettingsLike) -> TraverseConfig:
-        min_delay = max(
-            0.0, parse_float("TRAVERSE_MIN_DELAY", _raw(settings, "TRAVERSE_MIN_DELAY"))
-        )
-        retry_times = parse_float("RETRY_TIMES", _raw(settings, "RETRY_TIMES"))
-        timeout = parse_float("DOWNLOAD_TIMEOUT", _raw(settings, "DOWNLOAD_TIMEOUT"))
-        if timeout <= 0:
-            raise ConfigError("DOWNLOAD_TIMEOUT", f"expected a number > 0, got {timeout!r}")
-        backoff = parse_float("TRAVERSE_RETRY_BACKOFF", _raw(settings, "TRAVERSE_RETRY_BACKOFF"))
-        retry_after_max = parse_float(
-            "TRAVERSE_RETRY_AFTER_MAX", _raw(settings, "TRAVERSE_RETRY_AFTER_MAX")
-        )
-        crawl_delay_max = parse_float(
-            "TRAVERSE_ROBOTS_CRAWL_DELAY_MAX", _raw(settings, "TRAVERSE_ROBOTS_CRAWL_DELAY_MAX")
-        )
-        store = str(_raw(settings, "TRAVERSE_STORE"))
-        manifest_dir = str(_raw(settings, "TRAVERSE_MANIFEST_DIR"))
-        if not store.strip():
-            raise ConfigError("TRAVERSE_STORE", "expected a directory path, got ''")
-        if not manifest_dir.strip():
-            raise ConfigError("TRAVERSE_MANIFEST_DIR", "expected a directory path, got ''")
-        user_agent = settings.get("USER_AGENT") or ""
-        return cls(
-            mode=parse_choice("TRAVERSE_MODE", _raw(settings, "TRAVERSE_MODE"), MODES),
-            store=store,
-            manifest_dir=manifest_dir,
-            max_pages=parse_whole("TRAVERSE_MAX_PAGES", _raw(settings, "TRAVERSE_MAX_PAGES")),
-            max_depth=parse_whole("TRAVERSE_MAX_DEPTH", _raw(settings, "TRAVERSE_MAX_DEPTH")),
-            min_delay=min_delay,
-            robots_obey=parse_bool("ROBOTSTXT_OBEY", _raw(settings, "ROBOTSTXT_OBEY")),
-            robots_policy=parse_choice(
-                "TRAVERSE_ROBOTS_POLICY", _raw(settings, "TRAVERSE_ROBOTS_POLICY"), ROBOTS_POLICIES
-            ),
-            robots_matcher=parse_choice(
-                "TRAVERSE_ROBOTS_MATCHER",
-                _raw(settings, "TRAVERSE_ROBOTS_MATCHER"),
-                ROBOTS_MATCHERS,
-            ),
-            robots_crawl_delay_max=max(0.0, crawl_delay_max),
-            # Traverse clamps retries to [0, 5] (SPEC §2.1); we also round down,
-            # since a fractional attempt count means nothing.
-            retry_times=int(max(0.0, min(retry_times, MAX_RETRIES))),
-            retry_backoff=max(0.0, backoff),
-            retry_after_max=max(0.0, retry_after_max),
-            download_timeout=timeout,
-            download_maxsize=parse_whole("DOWNLOAD_MAXSIZE", _raw(settings, "DOWNLOAD_MAXSIZE")),
-            redirect_max_times=parse_whole(
-                "REDIRECT_MAX_TIMES", _raw(settings, "REDIRECT_MAX_TIMES")
-            ),
-            user_agent=str(user_agent),
-            revalidate=parse_bool("TRAVERSE_REVALIDATE", _raw(settings, "TRAVERSE_REVALIDATE")),
-            render=parse_choice(
-                "TRAVERSE_RENDER", _raw(settings, "TRAVERSE_RENDER"), RENDER_POLICIES
-            ),
-            render_wait_for=parse_selector(
-                "TRAVERSE_RENDER_WAIT_FOR", _raw(settings, "TRAVERSE_RENDER_WAIT_FOR")
-            ),
-            egress_guard=parse_bool(
-                "TRAVERSE_EGRESS_GUARD", _raw(settings, "TRAVERSE_EGRESS_GUARD")
-            ),
-            egress_allow=parse_origins(
-                "TRAVERSE_EGRESS_ALLOW", _raw(settings, "TRAVERSE_EGRESS_ALLOW")
-            ),
-        )
+        """Every field parsed from its setting; an unset one takes its default."""
+        values = {}
+        for attr, (name, default, parse) in FIELDS.items():
+            value = settings.get(name)
+            values[attr] = parse(name, default if value is None else value)
+        return cls(**values)
+
+
+_ATTR = "_traverse_config"
+
+
+def get_config(crawler: HasSettings) -> TraverseConfig:
+    """The crawl's config, parsed on first use and shared by its components.
+
+    Raises ``ConfigError`` naming a bad setting.
+    """
+    config: TraverseConfig | None = getattr(crawler, _ATTR, None)
+    if config is None:
+        config = TraverseConfig.from_settings(crawler.settings)
+        setattr(crawler, _ATTR, config)
+    return config

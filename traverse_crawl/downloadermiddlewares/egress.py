@@ -31,10 +31,11 @@ from scrapy.exceptions import CannotResolveHostError, NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import defer
 
-from traverse_crawl.config import get_config
 from traverse_crawl.core import egress, urls
+from traverse_crawl.core.config import get_config
 from traverse_crawl.exceptions import PageFailed
 from traverse_crawl.resolver import PinnedResolver
+from traverse_crawl.stats import inc
 
 logger = logging.getLogger(__name__)
 
@@ -64,9 +65,7 @@ class EgressGuardMiddleware:
         self.resolver.release(self)
 
     async def process_request(self, request: Request) -> None:
-        stats = self.crawler.stats
-        if stats is not None:
-            stats.inc_value("egress/checked")
+        inc(self.crawler.stats, "egress/checked")
         # DNS is part of the attempt: DOWNLOAD_TIMEOUT bounds it as well as DNS_TIMEOUT.
         timeout = min(
             self.resolver.timeout, request.meta.get("download_timeout", self.download_timeout)
@@ -82,14 +81,13 @@ class EgressGuardMiddleware:
         verdict = await egress.evaluate(request.url, self.allow, resolve)
         if verdict.error is not None:
             if verdict.error.kind == "egress-denied":
-                if stats is not None:
-                    stats.inc_value("egress/denied")
+                inc(self.crawler.stats, "egress/denied")
                 logger.debug("%s", verdict.error.message)
                 raise PageFailed(verdict.error)
             # Scrapy's own DNS error: RETRY_EXCEPTIONS lists it, so it is retried.
             raise CannotResolveHostError(verdict.error.message)
-        if verdict.allowed_by_setting and stats is not None:
-            stats.inc_value("egress/allowed_by_setting")
+        if verdict.allowed_by_setting:
+            inc(self.crawler.stats, "egress/allowed_by_setting")
         if verdict.addresses:
             self.resolver.pin(verdict.host, verdict.port, verdict.addresses)
 

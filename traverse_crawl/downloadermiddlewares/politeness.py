@@ -28,8 +28,9 @@ from scrapy import Request
 from scrapy.core.downloader import Slot
 from scrapy.crawler import Crawler
 
-from traverse_crawl.config import get_config
 from traverse_crawl.core import urls
+from traverse_crawl.core.config import get_config
+from traverse_crawl.stats import inc
 
 _EPSILON = 1e-6
 
@@ -125,8 +126,8 @@ class PolitenessMiddleware:
         if slot is None:
             delay = 0.0 if meta.get("traverse_robots") else self._delay(meta)
             slots[key] = PoliteSlot(1 if delay else self.per_domain, delay)
-            if self.crawler.stats is not None and not meta.get("traverse_robots"):
-                self.crawler.stats.inc_value("politeness/origins")
+            if not meta.get("traverse_robots"):
+                inc(self.crawler.stats, "politeness/origins")
         elif isinstance(slot, PoliteSlot) and "traverse_origin_delay" in meta:
             slot.delay = self._delay(meta)
             if slot.delay > 0:

@@ -19,10 +19,11 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 
-from traverse_crawl.config import get_config
 from traverse_crawl.core import urls
+from traverse_crawl.core.config import get_config
 from traverse_crawl.core.errors import FetchError
 from traverse_crawl.exceptions import PageFailed
+from traverse_crawl.stats import inc
 
 # Validators belong to one URL; they never cross a redirect (SPEC §7.1, §10).
 _CONDITIONAL = (b"If-None-Match", b"If-Modified-Since")
@@ -76,6 +77,5 @@ class RedirectMiddleware:
         headers = request.headers.copy()
         for name in _CONDITIONAL:
             headers.pop(name, None)
-        if self.crawler.stats is not None:
-            self.crawler.stats.inc_value("redirect/count")
+        inc(self.crawler.stats, "redirect/count")
         return request.replace(url=next_url, meta=meta, headers=headers, dont_filter=True)

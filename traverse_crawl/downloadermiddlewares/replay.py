@@ -32,11 +32,12 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse, Response, TextResponse
 
-from traverse_crawl.config import get_config
+from traverse_crawl.core.config import get_config
 from traverse_crawl.core.errors import FetchError
 from traverse_crawl.core.snapshot import BINARY_TYPES, Snapshot, with_flags
 from traverse_crawl.core.store import FilesystemSnapshotStore
 from traverse_crawl.exceptions import PageFailed
+from traverse_crawl.stats import inc
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +68,7 @@ class ReplayMiddleware:
     def process_request(self, request: Request) -> Response:
         page_id = request.meta.get("traverse_page_id")
         if not isinstance(page_id, str):
-            self._inc("replay/refused")
+            inc(self.crawler.stats, "replay/refused")
             raise IgnoreRequest(f"replay mode makes no network request: {request.url}")
         message = f'no snapshot stored for sourceId "{page_id}"'
         try:
@@ -78,15 +79,11 @@ class ReplayMiddleware:
             logger.warning("replay: cannot read the store for %r: %s", page_id, exc)
             snapshot, message = None, f"{message} (store read failed: {exc})"
         if snapshot is None:
-            self._inc("replay/miss")
+            inc(self.crawler.stats, "replay/miss")
             raise PageFailed(FetchError("no-snapshot", message))
-        self._inc("replay/served")
+        inc(self.crawler.stats, "replay/served")
         request.meta["traverse_snapshot"] = with_flags(snapshot, fromCache=True)
         return _response(request, snapshot)
-
-    def _inc(self, key: str) -> None:
-        if self.crawler.stats is not None:
-            self.crawler.stats.inc_value(key)
 
 
 def _response(request: Request, snapshot: Snapshot) -> Response:

@@ -30,7 +30,7 @@ from scrapy.utils.misc import load_object
 from twisted.internet import defer
 from twisted.internet.error import TimeoutError as TxTimeoutError
 
-from traverse_crawl.config import get_config
+from traverse_crawl.core.config import get_config
 from traverse_crawl.core.retry import is_retryable_status, retry_wait
 
 logger = logging.getLogger(__name__)

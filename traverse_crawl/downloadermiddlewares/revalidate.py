@@ -40,10 +40,11 @@ from scrapy.http import Response
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.threads import deferToThread
 
-from traverse_crawl.config import get_config
 from traverse_crawl.core import urls
+from traverse_crawl.core.config import get_config
 from traverse_crawl.core.snapshot import Snapshot, with_flags
 from traverse_crawl.core.store import FilesystemSnapshotStore
+from traverse_crawl.stats import inc
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +103,7 @@ class RevalidateMiddleware:
                 sent = True
         if sent:
             meta[SENT] = request.url
-            self._inc("revalidate/conditional")
+            inc(self.crawler.stats, "revalidate/conditional")
             logger.debug("conditional GET %s", request.url)
 
     async def _lookup(self, page_id: str, meta: dict[str, Any]) -> Snapshot | None:
@@ -126,9 +127,5 @@ class RevalidateMiddleware:
         if prior is None:
             return response
         meta["traverse_snapshot"] = with_flags(prior, fromCache=True, notModified=True)
-        self._inc("revalidate/not_modified")
+        inc(self.crawler.stats, "revalidate/not_modified")
         return response
-
-    def _inc(self, key: str) -> None:
-        if self.crawler.stats is not None:
-            self.crawler.stats.inc_value(key)

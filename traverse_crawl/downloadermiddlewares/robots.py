@@ -32,18 +32,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, cast
+from typing import Any
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured, StopDownload
 from twisted.python.failure import Failure
 
-from traverse_crawl.config import get_config
 from traverse_crawl.core import robots, urls
+from traverse_crawl.core.config import get_config
 from traverse_crawl.core.errors import FetchError
-from traverse_crawl.errors import fetch_error_from_failure
-from traverse_crawl.exceptions import PageFailed
+from traverse_crawl.exceptions import PageFailed, fetch_error_from_failure
+from traverse_crawl.stats import inc
 
 logger = logging.getLogger(__name__)
 
@@ -59,8 +59,8 @@ class RobotsMiddleware:
         self.crawler = crawler
         self.user_agent = config.user_agent
         self.token = robots.product_token(config.user_agent)
-        self.policy = cast(robots.Policy, config.robots_policy)
-        self.matcher = cast(robots.Matcher, config.robots_matcher)
+        self.policy = config.robots_policy
+        self.matcher = config.robots_matcher
         self.min_delay = config.min_delay
         self.crawl_delay_max = config.robots_crawl_delay_max
         self.download_timeout = config.download_timeout
@@ -80,7 +80,7 @@ class RobotsMiddleware:
         origin = urls.origin(request.url)
         rules = await self._rules_for(origin, request)
         if not rules.allows(robots.path_and_query(request.url)):
-            self._inc("robots/denied")
+            inc(self.crawler.stats, "robots/denied")
             logger.debug("robots.txt denies %s", request.url)
             raise PageFailed(
                 FetchError("robots-denied", f"robots.txt disallows {self.token} from {request.url}")
@@ -131,7 +131,7 @@ class RobotsMiddleware:
         )
         engine = self.crawler.engine
         assert engine is not None
-        self._inc("robots/fetched")
+        inc(self.crawler.stats, "robots/fetched")
         self.received[id(robots_request)] = 0
         try:
             response = await engine.download_async(robots_request)
@@ -153,9 +153,9 @@ class RobotsMiddleware:
             # Loaded once per origin, so this logs once per origin (STYLE §9).
             logger.warning("%s", decision.warning)
             if isinstance(decision.rules, robots.DisallowAll):
-                self._inc("robots/disallow_all")
+                inc(self.crawler.stats, "robots/disallow_all")
             else:
-                self._inc("robots/fail_open")
+                inc(self.crawler.stats, "robots/fail_open")
         return decision
 
     def bytes_received(self, data: bytes, request: Request, **kwargs: Any) -> None:
@@ -171,7 +171,3 @@ class RobotsMiddleware:
         self.received[key] += len(data)
         if self.received[key] >= robots.MAX_ROBOTS_BYTES:
             raise StopDownload(fail=False)
-
-    def _inc(self, key: str) -> None:
-        if self.crawler.stats is not None:
-            self.crawler.stats.inc_value(key)

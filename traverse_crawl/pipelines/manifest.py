@@ -18,13 +18,14 @@ from typing import Any
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 
-from traverse_crawl.config import get_config
 from traverse_crawl.core.atomic import atomic_write_json
+from traverse_crawl.core.config import get_config
 from traverse_crawl.core.errors import ConfigError
 from traverse_crawl.core.frontier import Frontier
 from traverse_crawl.core.store import source_dir_name
 from traverse_crawl.items import PageItem
 from traverse_crawl.signals import seed_finished
+from traverse_crawl.stats import inc
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ class ManifestPipeline:
             if key not in self.written:
                 frontier.stop(reason)
                 self.write(key, frontier)
-                self._inc("manifest/partial")
+                inc(self.crawler.stats, "manifest/partial")
 
     def write(self, key: int, frontier: Frontier) -> None:
         if key in self.written:
@@ -81,14 +82,10 @@ class ManifestPipeline:
             atomic_write_json(path, frontier.manifest())
         except OSError as exc:
             logger.error("could not write manifest %s: %s", path, exc)
-            self._inc("manifest/error")
+            inc(self.crawler.stats, "manifest/error")
             return
         logger.info("manifest for seed %r: %s", frontier.seed_id, path)
-        self._inc("manifest/written")
-
-    def _inc(self, key: str) -> None:
-        if self.crawler.stats is not None:
-            self.crawler.stats.inc_value(key)
+        inc(self.crawler.stats, "manifest/written")
 
 
 def manifest_path(directory: str, seed_id: str) -> str:

@@ -30,10 +30,11 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.threads import deferToThread
 
-from traverse_crawl.config import get_config
+from traverse_crawl.core.config import get_config
 from traverse_crawl.core.errors import ConfigError
 from traverse_crawl.core.store import FilesystemSnapshotStore
 from traverse_crawl.items import PageItem
+from traverse_crawl.stats import inc
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +68,7 @@ class SnapshotStorePipeline:
             self._failed(item, exc)
         else:
             logger.debug("stored %s", path)
-            self._inc("snapshot/stored")
+            inc(self.crawler.stats, "snapshot/stored")
         return item
 
     def _failed(self, item: PageItem, exc: Exception) -> None:
@@ -84,11 +85,7 @@ class SnapshotStorePipeline:
             )
         else:
             logger.debug("snapshot store write failed: %s", message)
-        self._inc("snapshot/store_failed")
-
-    def _inc(self, key: str) -> None:
-        if self.crawler.stats is not None:
-            self.crawler.stats.inc_value(key)
+        inc(self.crawler.stats, "snapshot/store_failed")
 
 
 def _describe(exc: Exception) -> str:

@@ -26,18 +26,18 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
-from traverse_crawl.config import get_config
 from traverse_crawl.core import seeds as seedlib
 from traverse_crawl.core import snapshot as snap
 from traverse_crawl.core import urls
-from traverse_crawl.core.config import TraverseConfig
+from traverse_crawl.core.config import TraverseConfig, get_config
 from traverse_crawl.core.errors import FetchError
 from traverse_crawl.core.frontier import Admission, Frontier, Outcome, invalid_seed_error
 from traverse_crawl.core.links import discover_links
 from traverse_crawl.core.sourceref import build_source_ref
-from traverse_crawl.errors import fetch_error_from_failure
+from traverse_crawl.exceptions import fetch_error_from_failure
 from traverse_crawl.items import PageItem
 from traverse_crawl.signals import seed_finished
+from traverse_crawl.stats import inc
 
 logger = logging.getLogger(__name__)
 
@@ -123,8 +123,7 @@ class TraverseSpider(Spider):
             outcome, snapshot = self._outcome(self.frontiers[key], index, response)
         except Exception as exc:  # a bug must not leave the page, and its seed, unrecorded
             logger.exception("unexpected error while processing %s", response.url)
-            if self.crawler.stats is not None:
-                self.crawler.stats.inc_value("frontier/unexpected_error")
+            inc(self.crawler.stats, "frontier/unexpected_error")
             message = f"unexpected error while processing the response from {response.url}: {exc}"
             outcome, snapshot = (
                 Outcome(_fetch_record(meta, FetchError("network", message))),
@@ -196,11 +195,9 @@ class TraverseSpider(Spider):
         self, key: int, index: int, outcome: Outcome, snapshot: dict[str, Any] | None = None
     ) -> Iterator[Any]:
         frontier = self.frontiers[key]
-        stats = self.crawler.stats
-        if stats is not None:
-            stats.inc_value("frontier/pages")
-            if "error" in outcome.fetch:
-                stats.inc_value(f"frontier/error/{outcome.fetch['error']['kind']}")
+        inc(self.crawler.stats, "frontier/pages")
+        if "error" in outcome.fetch:
+            inc(self.crawler.stats, f"frontier/error/{outcome.fetch['error']['kind']}")
         # The item first: its snapshot is stored as early as possible (a crash
         # loses little); with CONCURRENT_ITEMS=2 the requests go on meanwhile.
         yield PageItem(frontier.page_object(index, outcome), key, index, snapshot)
@@ -212,9 +209,8 @@ class TraverseSpider(Spider):
         frontier = self.frontiers[key]
         if frontier.finished and key not in self._announced:
             self._announced.add(key)
-            if frontier.remaining and self.crawler.stats is not None:
-                self.crawler.stats.inc_value("frontier/truncated")
             if frontier.remaining:
+                inc(self.crawler.stats, "frontier/truncated")
                 logger.warning(
                     "seed %r: maxPages cap (%d) reached; %d further URL(s) not fetched",
                     frontier.seed_id,

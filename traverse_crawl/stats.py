@@ -1,0 +1,18 @@
+"""One way to count an event in the crawl's stats (STYLE §10: ``component/event`` keys).
+
+A crawler built without a stats collector (``crawler.stats`` is ``None`` until
+the crawl starts) counts nothing instead of failing.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class Stats(Protocol):
+    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None: ...
+
+
+def inc(stats: Stats | None, key: str, count: int = 1) -> None:
+    if stats is not None:
+        stats.inc_value(key, count)
