@@ -10,6 +10,11 @@ has been committed. The queue therefore grows exactly as in the sequential loop,
 and admitting queue entries up to ``max_pages`` admits the same URLs, in the same
 order, at the same depths — while everything already admitted is fetched at once.
 
+Sitemap URLs (CONTRACT §9) enter right after the seed's links, so after
+``expect_sitemaps()`` no commit after the seed's happens before
+``add_sitemap_urls()``; the seed's links, whose positions are known, are
+admitted at once. Whichever comes back first, the queue is the same.
+
 The state is plain data (``to_dict``/``from_dict``) so that it can be persisted
 with ``JOBDIR`` or shared by distributed workers.
 """
@@ -71,6 +76,10 @@ class Frontier:
         self.page_notes: list[list[str]] = []  # crawl-level warnings of each page
         self.store_warnings: dict[int, str] = {}
         self.stop_reason: str | None = None
+        # Sitemaps: None = not read for this seed; else the result, once in.
+        self.sitemaps_expected = False
+        self.sitemap_urls: list[str] | None = None
+        self.sitemap_warnings: list[str] = []
         self._id_prefix = urls.page_id(seed_id, "")  # encodeURIComponent(seed id) + "::"
 
     # -- admission -----------------------------------------------------------
@@ -87,6 +96,39 @@ class Frontier:
             out.append(Admission(self.admitted, url, depth, self._id_prefix + url))
             self.admitted += 1
         return out
+
+    def expect_sitemaps(self) -> bool:
+        """Hold the BFS after the seed until ``add_sitemap_urls``; False (and no
+        hold) when no sitemap URL could enter: depth 0, no budget, invalid seed."""
+        if self.max_depth < 1 or self.max_pages < 1 or not self.seed_is_valid or self.pages:
+            return False
+        self.sitemaps_expected = True
+        return True
+
+    def add_sitemap_urls(
+        self, sitemap_urls: list[str], warnings: list[str]
+    ) -> tuple[list[dict[str, Any]], list[Admission]]:
+        """The sitemaps' same-origin URLs (in order) and their crawl-level warnings.
+
+        Returns the page objects this lets commit and the new admissions.
+        """
+        if not self.sitemaps_expected or self.sitemap_urls is not None:
+            return [], []
+        self.sitemap_urls = list(sitemap_urls)
+        self.sitemap_warnings = list(warnings)
+        if self.pages:  # the seed is in: its links are queued, the sitemap URLs follow
+            self._queue_sitemap_urls()
+        committed = self._commit()
+        return committed, self.admit()
+
+    def _holding(self) -> bool:  # commits after the seed's wait for the sitemaps
+        return self.sitemaps_expected and self.sitemap_urls is None
+
+    def _queue_sitemap_urls(self) -> None:
+        for url in self.sitemap_urls or ():
+            if url not in self.seen:
+                self.seen.add(url)
+                self.queue.append((url, 1))
 
     def may_follow(self, depth: int) -> bool:
         """Links are read only from pages below the depth limit (SPEC §13.3)."""
@@ -113,8 +155,13 @@ class Frontier:
         if index < len(self.pages) or index >= self.admitted or index in self.pending:
             return [], []  # a duplicate or stray outcome never changes the manifest
         self.pending[index] = outcome
+        committed = self._commit()
+        return committed, self.admit() if committed else []
+
+    def _commit(self) -> list[dict[str, Any]]:
+        """Commit every outcome that is next in admission order, extending the queue."""
         committed = []
-        while len(self.pages) in self.pending:
+        while len(self.pages) in self.pending and not (self.pages and self._holding()):
             position = len(self.pages)
             done = self.pending.pop(position)
             url, depth = self.queue[position]
@@ -129,18 +176,22 @@ class Frontier:
                 if link not in self.seen:
                     self.seen.add(link)
                     self.queue.append((link, depth + 1))
+            if position == 0 and self.sitemap_urls is not None:
+                self._queue_sitemap_urls()
             self.pages.append(page)
             self.page_notes.append(notes)
             committed.append(page)
-        return committed, self.admit() if committed else []
+        return committed
 
     # -- completion ----------------------------------------------------------
 
     @property
     def finished(self) -> bool:
         """Every admitted page is committed and nothing more can be admitted."""
-        return len(self.pages) == self.admitted and (
-            self.admitted >= self.max_pages or self.admitted >= len(self.queue)
+        return (
+            len(self.pages) == self.admitted
+            and not self._holding()
+            and (self.admitted >= self.max_pages or self.admitted >= len(self.queue))
         )
 
     @property
@@ -179,6 +230,8 @@ class Frontier:
             prefix = f"[depth {page['depth']}] {page['url']}: "
             warnings.extend(prefix + w for w in page["fetch"].get("warnings", ()))
             warnings.extend(self.page_notes[index])
+            if index == 0 and self.sitemap_urls is not None:
+                warnings.extend(self.sitemap_warnings)  # part of the seed's step
         remaining = self.remaining
         if self.stop_reason is not None:
             warnings.append(
@@ -213,6 +266,9 @@ class Frontier:
             "pages": self.pages,
             "page_notes": self.page_notes,
             "store_warnings": {str(k): v for k, v in self.store_warnings.items()},
+            "sitemaps_expected": self.sitemaps_expected,
+            "sitemap_urls": self.sitemap_urls,
+            "sitemap_warnings": self.sitemap_warnings,
         }
 
     @classmethod
@@ -225,6 +281,9 @@ class Frontier:
         frontier.pages = list(data["pages"])
         frontier.page_notes = [list(n) for n in data["page_notes"]]
         frontier.store_warnings = {int(k): v for k, v in data["store_warnings"].items()}
+        frontier.sitemaps_expected = bool(data.get("sitemaps_expected", False))
+        frontier.sitemap_urls = data.get("sitemap_urls")
+        frontier.sitemap_warnings = list(data.get("sitemap_warnings", ()))
         # Admitted but uncommitted pages are fetched again after a resume.
         frontier.admitted = len(frontier.pages)
         return frontier
