@@ -25,6 +25,7 @@ from traverse_crawl.core.robots import Matcher, Policy
 
 Mode = Literal["live", "capture", "replay"]
 RenderPolicy = Literal["never", "always", "on-shell-warning"]
+SitemapMode = Literal["off", "robots", "auto"]
 MAX_RETRIES = 5
 
 T = TypeVar("T")
@@ -206,6 +207,7 @@ FIELDS: dict[str, Field] = {
     "render_wait_for": Field("TRAVERSE_RENDER_WAIT_FOR", "", parse_selector),
     "egress_guard": Field("TRAVERSE_EGRESS_GUARD", True, parse_bool),
     "egress_allow": Field("TRAVERSE_EGRESS_ALLOW", (), parse_origins),
+    "sitemaps": Field("TRAVERSE_SITEMAPS", "off", choice(get_args(SitemapMode))),
 }
 DEFAULTS: dict[str, Any] = {field.setting: field.default for field in FIELDS.values()}
 
@@ -234,6 +236,7 @@ class TraverseConfig:
     render_wait_for: str
     egress_guard: bool
     egress_allow: frozenset[str]
+    sitemaps: SitemapMode
 
     @classmethod
     def from_settings(cls, settings: SettingsLike) -> TraverseConfig:

@@ -10,6 +10,9 @@ no robots.txt, no politeness delay, no browser. A page request (one with
 which the spider records as it is — same ``fetchedAt``, hash and ``sourceRef``
 as when it was captured. The same BFS then runs on the replayed bodies.
 
+A sitemap file (``traverse_sitemap_id``, traverse_crawl.sitemaps) is served the
+same way, under its own id.
+
 A page with no snapshot fails alone with ``no-snapshot`` (``no snapshot stored
 for sourceId "<page id>"``). A store that cannot be read at all is a
 ``no-snapshot`` too, with the reason appended (Traverse lets that exception end
@@ -18,7 +21,8 @@ other request (robots.txt, a stray request of another component) is refused
 with ``IgnoreRequest``. A store directory that does not exist never gets here:
 the spider records one ``invalid-config`` page per seed instead.
 
-Meta keys: ``traverse_page_id`` (read), ``traverse_snapshot`` (set).
+Meta keys: ``traverse_page_id``, ``traverse_sitemap_id`` (read),
+``traverse_snapshot`` (set).
 Stats: ``replay/served``, ``replay/miss``, ``replay/refused``.
 """
 
@@ -66,7 +70,7 @@ class ReplayMiddleware:
         return cls(crawler)
 
     def process_request(self, request: Request) -> Response:
-        page_id = request.meta.get("traverse_page_id")
+        page_id = request.meta.get("traverse_page_id") or request.meta.get("traverse_sitemap_id")
         if not isinstance(page_id, str):
             inc(self.crawler.stats, "replay/refused")
             raise IgnoreRequest(f"replay mode makes no network request: {request.url}")

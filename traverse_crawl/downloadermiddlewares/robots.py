@@ -9,7 +9,14 @@ A disallowed URL is never requested: the page fails with ``robots-denied``.
 The redirect middleware re-sends every hop through the whole chain, so each
 hop, on any origin, is checked here.
 
-Settings: ``ROBOTSTXT_OBEY`` (off: this middleware is disabled),
+Sitemaps (CONTRACT §9): a request with ``traverse_sitemap = "robots"`` (the
+sitemap discovery of a seed) is answered here with the origin's robots.txt as
+loaded — the same single fetch, never a second one. When ``ROBOTSTXT_OBEY`` is
+off and ``TRAVERSE_SITEMAPS`` is not, robots.txt is still loaded for that,
+and nothing is checked against it.
+
+Settings: ``ROBOTSTXT_OBEY`` (off: nothing is checked; the middleware is
+disabled unless ``TRAVERSE_SITEMAPS`` needs robots.txt),
 ``TRAVERSE_MODE`` (``replay``: disabled, no network at all),
 ``TRAVERSE_ROBOTS_POLICY`` (``fail-open`` | ``rfc9309``),
 ``TRAVERSE_ROBOTS_MATCHER`` (``traverse`` | ``rfc9309``),
@@ -18,8 +25,10 @@ Settings: ``ROBOTSTXT_OBEY`` (off: this middleware is disabled),
 Meta keys: ``traverse_robots`` (set on the robots.txt request itself; such
 requests are not checked, get their own zero-delay slot ``robots <origin>``
 from the politeness middleware, and are cut off at 500 KiB),
-``traverse_warnings`` (the fail-open / rfc9309 warning is appended to the page
-request that triggered the load, only), ``traverse_origin_delay`` (set with the
+``traverse_sitemap`` (a sitemap request, checked like a page but never given
+a page warning; ``"robots"``: answered with robots.txt),
+``traverse_warnings`` (the fail-open / rfc9309 warning is appended to the first
+page request that gets the origin's rules, only), ``traverse_origin_delay`` (set with the
 ``rfc9309`` matcher when the group's Crawl-delay exceeds ``TRAVERSE_MIN_DELAY``,
 capped at ``TRAVERSE_ROBOTS_CRAWL_DELAY_MAX``; the politeness middleware raises
 the origin's delay from it).
@@ -37,6 +46,7 @@ from typing import Any
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured, StopDownload
+from scrapy.http import Response
 from twisted.python.failure import Failure
 
 from traverse_crawl.core import robots, urls
@@ -51,11 +61,14 @@ logger = logging.getLogger(__name__)
 class RobotsMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         config = get_config(crawler)
-        if not config.robots_obey:
-            logger.info("robots.txt is not consulted: ROBOTSTXT_OBEY is off")
-            raise NotConfigured  # off by choice: no "Disabled" warning
         if config.mode == "replay":
             raise NotConfigured  # replay sends nothing
+        self.obey = config.robots_obey
+        if not self.obey:
+            if config.sitemaps == "off":
+                logger.info("robots.txt is not consulted: ROBOTSTXT_OBEY is off")
+                raise NotConfigured  # off by choice: no "Disabled" warning
+            logger.info("ROBOTSTXT_OBEY is off: robots.txt is read for its Sitemap: lines only")
         self.crawler = crawler
         self.user_agent = config.user_agent
         self.token = robots.product_token(config.user_agent)
@@ -65,8 +78,10 @@ class RobotsMiddleware:
         self.crawl_delay_max = config.robots_crawl_delay_max
         self.download_timeout = config.download_timeout
         self.download_maxsize = config.download_maxsize
+        self.fetches: dict[str, robots.RobotsFetch] = {}
         self.rules: dict[str, robots.RobotsRules] = {}
-        self.loading: dict[str, asyncio.Task[robots.Decision]] = {}
+        self.unclaimed: dict[str, str] = {}  # origin → warning no page has carried yet
+        self.loading: dict[str, asyncio.Task[None]] = {}
         self.received: dict[int, int] = {}
         crawler.signals.connect(self.bytes_received, signal=signals.bytes_received)
 
@@ -74,11 +89,21 @@ class RobotsMiddleware:
     def from_crawler(cls, crawler: Crawler) -> RobotsMiddleware:
         return cls(crawler)
 
-    async def process_request(self, request: Request) -> None:
-        if request.meta.get("traverse_robots"):
-            return
+    async def process_request(self, request: Request) -> Response | None:
+        meta = request.meta
+        if meta.get("traverse_robots"):
+            return None
         origin = urls.origin(request.url)
-        rules = await self._rules_for(origin, request)
+        if meta.get("traverse_sitemap") == "robots":
+            return await self._robots_txt(origin, request)
+        if not self.obey:
+            return None
+        await self._loaded(origin)
+        rules = self.rules[origin]
+        # The warning goes to the first page, whichever request started the load
+        # (a sitemap request may): the page's warnings do not depend on timing.
+        if "traverse_sitemap" not in meta and origin in self.unclaimed:
+            meta.setdefault("traverse_warnings", []).append(self.unclaimed.pop(origin))
         if not rules.allows(robots.path_and_query(request.url)):
             inc(self.crawler.stats, "robots/denied")
             logger.debug("robots.txt denies %s", request.url)
@@ -87,33 +112,37 @@ class RobotsMiddleware:
             )
         delay = rules.crawl_delay
         if delay is not None and min(delay, self.crawl_delay_max) > self.min_delay:
-            request.meta["traverse_origin_delay"] = min(delay, self.crawl_delay_max)
+            meta["traverse_origin_delay"] = min(delay, self.crawl_delay_max)
         else:
             # A redirect hop carries the previous hop's meta: another origin's
             # Crawl-delay must not slow this one.
-            request.meta.pop("traverse_origin_delay", None)
+            meta.pop("traverse_origin_delay", None)
+        return None
 
-    async def _rules_for(self, origin: str, request: Request) -> robots.RobotsRules:
-        cached = self.rules.get(origin)
-        if cached is not None:
-            return cached
+    async def _robots_txt(self, origin: str, request: Request) -> Response:
+        """The origin's robots.txt as loaded, for the sitemap discovery."""
+        await self._loaded(origin)
+        fetch = self.fetches[origin]
+        if fetch.status is None:
+            kind = fetch.error_kind or "network"
+            raise PageFailed(FetchError(kind, f"robots.txt for {origin} unreachable ({kind})"))
+        return Response(request.url, status=fetch.status, body=fetch.body, request=request)
+
+    async def _loaded(self, origin: str) -> None:
+        """Load the origin's robots.txt once; concurrent callers await the same load."""
+        if origin in self.fetches:
+            return
         task = self.loading.get(origin)
-        if task is not None:
-            # Shielded: a cancelled waiter must not cancel the shared load.
-            return (await asyncio.shield(task)).rules
-        task = asyncio.ensure_future(self._load(origin))
-        self.loading[origin] = task
+        if task is None:
+            task = self.loading[origin] = asyncio.ensure_future(self._load(origin))
         try:
-            decision = await asyncio.shield(task)
+            # Shielded: a cancelled waiter must not cancel the shared load.
+            await asyncio.shield(task)
         finally:
             if task.done() and not task.cancelled():
                 self.loading.pop(origin, None)
-        # Later pages reuse the cached rules silently (SPEC §4).
-        if decision.warning is not None:
-            request.meta.setdefault("traverse_warnings", []).append(decision.warning)
-        return decision.rules
 
-    async def _load(self, origin: str) -> robots.Decision:
+    async def _load(self, origin: str) -> None:
         robots_request = Request(
             origin + "/robots.txt",
             headers={"Accept": "text/plain,*/*"},
@@ -147,16 +176,19 @@ class RobotsMiddleware:
             fetch = robots.RobotsFetch(status=response.status, body=response.body)
         finally:
             self.received.pop(id(robots_request), None)
+        self.fetches[origin] = fetch
+        if not self.obey:
+            return
         decision = robots.decide(fetch, origin, self.user_agent, self.policy, self.matcher)
         self.rules[origin] = decision.rules
         if decision.warning is not None:
+            self.unclaimed[origin] = decision.warning
             # Loaded once per origin, so this logs once per origin (STYLE §9).
             logger.warning("%s", decision.warning)
             if isinstance(decision.rules, robots.DisallowAll):
                 inc(self.crawler.stats, "robots/disallow_all")
             else:
                 inc(self.crawler.stats, "robots/fail_open")
-        return decision
 
     def bytes_received(self, data: bytes, request: Request, **kwargs: Any) -> None:
         """Stop a robots.txt download once 500 KiB are in (RFC 9309 §2.5)."""

@@ -12,6 +12,9 @@ Meta keys set here (read by the middlewares and pipelines):
 - ``traverse_hint``: the seed's ``content_type`` hint (seed page only);
 - ``traverse_warnings``: page warnings, appended to by the middlewares;
 - ``handle_httpstatus_all``: every status reaches the spider and becomes typed.
+
+With ``TRAVERSE_SITEMAPS`` on, each seed's sitemap files are requested too
+(``traverse_crawl.sitemaps``); their URLs reach the frontier in one step.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from traverse_crawl.core.sourceref import build_source_ref
 from traverse_crawl.exceptions import fetch_error_from_failure
 from traverse_crawl.items import PageItem
 from traverse_crawl.signals import seed_finished
+from traverse_crawl.sitemaps import SitemapReader
 from traverse_crawl.stats import inc
 
 logger = logging.getLogger(__name__)
@@ -45,6 +49,7 @@ logger = logging.getLogger(__name__)
 class TraverseSpider(Spider):
     name = "traverse"
     config: TraverseConfig
+    sitemaps: SitemapReader
 
     def __init__(
         self,
@@ -63,6 +68,9 @@ class TraverseSpider(Spider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> TraverseSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.config = get_config(crawler)  # validates every setting before any request
+        spider.sitemaps = SitemapReader(
+            crawler, spider.config, spider.parse_sitemap, spider.sitemap_failed
+        )
         return spider
 
     async def start(self) -> AsyncIterator[Any]:
@@ -86,6 +94,9 @@ class TraverseSpider(Spider):
                 continue
             for request in self._requests(key, frontier.admit()):
                 yield request
+            sitemap_request = self.sitemaps.start(key, frontier)
+            if sitemap_request is not None:
+                yield sitemap_request
             self._check_finished(key)
 
     # -- requests ------------------------------------------------------------
@@ -190,6 +201,25 @@ class TraverseSpider(Spider):
         logger.debug("page failed: %s (%s)", request.url, error.kind)
         outcome = Outcome(_fetch_record(meta, error))
         return self._finish(meta["traverse_seed"], meta["traverse_index"], outcome)
+
+    async def parse_sitemap(self, response: Response) -> AsyncIterator[Any]:
+        await self.sitemaps.read(response)
+        for out in self._sitemap_step(response.meta["traverse_seed"]):
+            yield out
+
+    def sitemap_failed(self, failure: Failure) -> Iterator[Any]:
+        self.sitemaps.failed(failure)
+        return self._sitemap_step(failure.request.meta["traverse_seed"])  # type: ignore[attr-defined]
+
+    def _sitemap_step(self, key: int) -> Iterator[Any]:
+        """The seed's next sitemap file; once there is none, its URLs to the frontier."""
+        request = self.sitemaps.next_request(key)
+        if request is not None:
+            yield request
+            return
+        _, admissions = self.frontiers[key].add_sitemap_urls(*self.sitemaps.result(key))
+        yield from self._requests(key, admissions)
+        self._check_finished(key)
 
     def _finish(
         self, key: int, index: int, outcome: Outcome, snapshot: dict[str, Any] | None = None
