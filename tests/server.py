@@ -1,7 +1,8 @@
 """A real HTTP server on 127.0.0.1 for tests: routes, hit log with timestamps.
 
-A route is a callable ``(handler) -> Reply`` or a static ``Reply``. Every request
-is recorded (path with query, monotonic start and end time, headers) so tests
+A route is a callable ``(handler) -> Reply`` or a static ``Reply``; ``fallback``
+answers a path no route names. Every request is recorded (path with query, the
+request target exactly as sent, monotonic start and end time, headers) so tests
 can assert what reached the server, and when.
 """
 
@@ -31,6 +32,9 @@ class Hit:
     start: float
     end: float
     headers: dict[str, str]
+    # The request line's target as sent (``path`` is http.server's reading of
+    # it, which collapses a leading "//").
+    target: str = ""
 
 
 Route = Reply | Callable[["Handler"], Reply]
@@ -45,10 +49,13 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         start = time.monotonic()
-        hit = Hit(self.path, start, start, {k: v for k, v in self.headers.items()})
+        target = self.requestline.split(" ")[1] if " " in self.requestline else ""
+        hit = Hit(self.path, start, start, {k: v for k, v in self.headers.items()}, target)
         route = self.server.routes.get(self.path)
         if route is None:
             route = self.server.routes.get(self.path.split("?", 1)[0])
+        if route is None:
+            route = self.server.fallback
         if route is None:
             reply = Reply(404, b"not found", content_type="text/plain")
         elif isinstance(route, Reply):
@@ -87,15 +94,17 @@ class Handler(BaseHTTPRequestHandler):
 class Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), Handler)
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        super().__init__((host, port), Handler)
         self.routes: dict[str, Route] = {}
+        self.fallback: Route | None = None
         self.hits: list[Hit] = []
         self.lock = threading.Lock()
 
     @property
     def origin(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
+        host, port = self.server_address[:2]
+        return f"http://{host}" if port == 80 else f"http://{host}:{port}"
 
     def url(self, path: str) -> str:
         return self.origin + path
@@ -112,8 +121,8 @@ class Server(ThreadingHTTPServer):
             self.routes[path] = page if isinstance(page, Reply) else Reply(body=page)
 
 
-def serve() -> Iterator[Server]:
-    server = Server()
+def serve(host: str = "127.0.0.1", port: int = 0) -> Iterator[Server]:
+    server = Server(host, port)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
