@@ -79,6 +79,14 @@ DOWNLOADER_MIDDLEWARES = {
     "traverse_crawl.downloadermiddlewares.politeness.PolitenessMiddleware": 950,
 }
 
+# The request target sent is the WHATWG URL's path and query byte for byte
+# (issue 11): Scrapy's HTTP/1.1 handler, minus Twisted's urllib re-serialisation.
+# The render add-on swaps in its subclass of scrapy-playwright's handler.
+DOWNLOAD_HANDLERS = {
+    "http": "traverse_crawl.wire.ExactTargetDownloadHandler",
+    "https": "traverse_crawl.wire.ExactTargetDownloadHandler",
+}
+
 # Item pipelines: store every snapshot (capture mode), then write the manifest.
 ITEM_PIPELINES = {
     "traverse_crawl.pipelines.snapshots.SnapshotStorePipeline": 300,

@@ -7,6 +7,7 @@ empty queries, whitespace, percent-encoding and dot segments (SPEC §17b).
 from __future__ import annotations
 
 import ada_url
+from w3lib.url import safe_url_string
 
 from traverse_crawl.core.js import encode_uri_component
 
@@ -28,6 +29,34 @@ def normalize(url: str, base: str | None = None) -> str | None:
         return None
     parsed.hash = ""
     return str(parsed.href)
+
+
+def request_target(url: str) -> str:
+    """The origin-form request target of a serialised URL: its path and query
+    exactly as written, an empty query's "?" included, never the fragment.
+
+    Hand-written because no parser returns it: WHATWG's ``pathname + search``
+    loses an empty query (``search`` is "" for both ``/x`` and ``/x?``), and
+    urllib's split/unsplit also drops an empty ``;`` parameter. In a WHATWG
+    serialisation the first "/", "?" or "#" after "//" ends the authority
+    (userinfo and host percent-encode or refuse all three).
+    """
+    start = url.find("//")
+    start = 0 if start < 0 else start + 2
+    end = len(url)
+    for sep in "/?#":
+        found = url.find(sep, start)
+        if 0 <= found < end:
+            end = found
+    target = url[end:].split("#", 1)[0]
+    return target if target.startswith("/") else "/" + target
+
+
+def legacy_form(url: str) -> str:
+    """The URL Scrapy's ``Request`` made of ``url`` before issue 11: w3lib's
+    ``safe_url_string`` (``/x?`` became ``/x``, ``|`` became ``%7C``), the form
+    snapshots written before then record (docs/snapshots.md)."""
+    return str(safe_url_string(url, "utf-8"))
 
 
 def origin(url: str) -> str:

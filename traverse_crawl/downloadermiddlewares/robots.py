@@ -54,6 +54,7 @@ from traverse_crawl.core.config import get_config
 from traverse_crawl.core.errors import FetchError
 from traverse_crawl.exceptions import PageFailed, fetch_error_from_failure
 from traverse_crawl.stats import inc
+from traverse_crawl.wire import WhatwgRequest
 
 logger = logging.getLogger(__name__)
 
@@ -143,7 +144,7 @@ class RobotsMiddleware:
                 self.loading.pop(origin, None)
 
     async def _load(self, origin: str) -> None:
-        robots_request = Request(
+        robots_request = WhatwgRequest(
             origin + "/robots.txt",
             headers={"Accept": "text/plain,*/*"},
             meta={

@@ -6,8 +6,10 @@ what the user set:
 
 - ``DOWNLOADER_MIDDLEWARES``: ``RenderMiddleware`` at 540 (unless the user listed it,
   e.g. as ``None`` to turn it off);
-- ``DOWNLOAD_HANDLERS`` ``http``/``https``: scrapy-playwright's handler (a request
-  without ``meta["playwright"]`` still takes Scrapy's HTTP/1.1 path through it);
+- ``DOWNLOAD_HANDLERS`` ``http``/``https``: scrapy-playwright's handler over the
+  project's exact-target handler (``rendering/handler.py``; a request without
+  ``meta["playwright"]`` still takes the HTTP/1.1 path through it), in place of
+  the project's own default but never of a handler the user named;
 - ``PLAYWRIGHT_BROWSER_TYPE``: ``chromium``;
 - ``PLAYWRIGHT_LAUNCH_OPTIONS``: Debian's ``/usr/bin/chromium``, headless, STACK §2's
   flags — each key only where the user's dict has none (``rendering.browser``);
@@ -37,7 +39,8 @@ from traverse_crawl.rendering.browser import check_browser, launch_options
 
 logger = logging.getLogger(__name__)
 
-HANDLER = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
+HANDLER = "traverse_crawl.rendering.handler.RenderDownloadHandler"
+PLAIN_HANDLER = "traverse_crawl.wire.ExactTargetDownloadHandler"
 MIDDLEWARE_PRIORITY = 540
 
 
@@ -97,7 +100,8 @@ class RenderAddon:
         )
         handlers = dict(settings.getdict("DOWNLOAD_HANDLERS"))
         for scheme in ("http", "https"):
-            handlers.setdefault(scheme, HANDLER)
+            if handlers.get(scheme) in (None, PLAIN_HANDLER):
+                handlers[scheme] = HANDLER
         _set(settings, "DOWNLOAD_HANDLERS", handlers)
         if not settings.get("PLAYWRIGHT_BROWSER_TYPE"):
             _set(settings, "PLAYWRIGHT_BROWSER_TYPE", "chromium")

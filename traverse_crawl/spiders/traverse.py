@@ -24,7 +24,7 @@ import os
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from scrapy import Request, Spider
+from scrapy import Spider
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 from twisted.python.failure import Failure
@@ -42,6 +42,7 @@ from traverse_crawl.items import PageItem
 from traverse_crawl.signals import seed_finished
 from traverse_crawl.sitemaps import SitemapReader
 from traverse_crawl.stats import inc
+from traverse_crawl.wire import WhatwgRequest
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +102,7 @@ class TraverseSpider(Spider):
 
     # -- requests ------------------------------------------------------------
 
-    def _requests(self, key: int, admissions: list[Admission]) -> Iterator[Request]:
+    def _requests(self, key: int, admissions: list[Admission]) -> Iterator[WhatwgRequest]:
         seed = self.seeds[key]
         for adm in admissions:
             meta: dict[str, Any] = {
@@ -116,7 +117,8 @@ class TraverseSpider(Spider):
             }
             if adm.index == 0 and seed.content_type:
                 meta["traverse_hint"] = seed.content_type
-            yield Request(
+            # The URL is requested exactly as the frontier holds it (issue 11).
+            yield WhatwgRequest(
                 adm.url,
                 callback=self.parse,
                 errback=self.on_error,

@@ -1,0 +1,208 @@
+"""The request target sent is the WHATWG URL recorded, byte for byte (issue 11).
+
+A real server on loopback logs each request line's target as it arrived; the
+manifest's page ``url``, the snapshot's ``url``/``redirects``, the ``sourceRef``
+and that log must all show the same URL for every case of ``tests/tricky.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import pytest_twisted
+from twisted.internet import reactor
+from twisted.internet.address import IPv4Address
+from twisted.internet.interfaces import IHostnameResolver
+from zope.interface import implementer
+
+from tests.server import Server, serve
+from tests.tricky import (
+    CASES,
+    NEXT_TARGET,
+    PAGE,
+    REDIRECT_START,
+    REDIRECT_TARGETS,
+    href_of,
+    leaf,
+    tricky_site,
+)
+from traverse_crawl.core import urls
+from traverse_crawl.core.sourceref import parse_source_ref
+
+SETTINGS = {"TRAVERSE_MAX_PAGES": 60, "TRAVERSE_MAX_DEPTH": 2}
+
+
+def by_url(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    pages = manifest["pages"]
+    found = {page["url"]: page for page in pages}
+    assert len(found) == len(pages), "a URL appears twice in the manifest"
+    return found
+
+
+def recorded(page: dict[str, Any]) -> tuple[str, str, list[str]]:
+    """The snapshot's ``url``, the ``sourceRef``'s url and the redirect chain."""
+    snapshot = page["fetch"]["snapshot"]
+    ref = parse_source_ref(page["sourceRef"])
+    assert ref is not None
+    return snapshot["url"], ref.url, snapshot.get("redirects", [])
+
+
+def test_table_is_the_whatwg_serialisation() -> None:
+    """The hand-written targets are what ada-url (the frontier's parser) gives."""
+    base = "http://127.0.0.1:8080" + PAGE
+    for case in CASES:
+        href = urls.normalize(href_of(case, "127.0.0.1:8080"), base)
+        assert href == "http://127.0.0.1:8080" + case.target, case.name
+        assert urls.request_target(href) == case.target, case.name
+
+
+def node_version() -> str:
+    if shutil.which("node") is None:
+        return ""
+    run = subprocess.run(["node", "--version"], capture_output=True, text=True, timeout=60)
+    return run.stdout.strip()
+
+
+@pytest.mark.skipif(
+    not node_version().startswith("v20."), reason="Node.js 20 (Traverse's) is not installed"
+)
+def test_node20_differs_only_where_documented() -> None:
+    """Node 20's ``new URL()`` gives the same serialisation except the cases marked ``node20``."""
+    base = "http://127.0.0.1:8080" + PAGE
+    script = (
+        "const [base, hrefs] = JSON.parse(process.argv[1]);"
+        "console.log(JSON.stringify(hrefs.map(h => { const u = new URL(h, base);"
+        " u.hash = ''; return u.href; })))"
+    )
+    hrefs = [href_of(case, "127.0.0.1:8080") for case in CASES]
+    out = subprocess.run(
+        ["node", "-e", script, json.dumps([base, hrefs])],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    node_hrefs = json.loads(out.stdout)
+    for case, node_href in zip(CASES, node_hrefs, strict=True):
+        assert node_href == "http://127.0.0.1:8080" + (case.node20 or case.target), case.name
+
+
+@pytest_twisted.ensureDeferred
+async def test_every_tricky_link_is_requested_as_its_whatwg_url(server: Server, crawl: Any) -> None:
+    tricky_site(server)
+    origin = server.origin
+    result = await crawl(settings=SETTINGS, url=server.url(PAGE))
+    pages = by_url(result.manifest)
+    targets = [hit.target for hit in server.hits]
+    wrong = []
+    for case in CASES:
+        url = origin + case.target
+        page = pages.get(url)
+        if page is None:
+            wrong.append(f"{case.name}: no page {url!r} in the manifest")
+            continue
+        seen = (recorded(page), targets.count(case.target))
+        if seen != ((url, url, []), 1):
+            wrong.append(f"{case.name}: expected {url!r} once, got {seen!r}")
+    assert not wrong, "\n".join(wrong)
+    # The depth-2 link was resolved against the URL requested for its page.
+    assert recorded(pages[origin + NEXT_TARGET])[:2] == (origin + NEXT_TARGET,) * 2
+    # Every hop of the redirect chain went out as recorded.
+    start = pages[origin + REDIRECT_START]
+    assert recorded(start) == (
+        origin + REDIRECT_TARGETS[-1],
+        origin + REDIRECT_TARGETS[-1],
+        [origin + target for target in REDIRECT_TARGETS[:-1]],
+    )
+    assert [t for t in targets if t in REDIRECT_TARGETS] == REDIRECT_TARGETS
+    # Nothing else was requested: no re-encoded twin of any URL.
+    expected = {"/robots.txt", PAGE, NEXT_TARGET, *REDIRECT_TARGETS}
+    expected.update(case.target for case in CASES)
+    assert sorted(targets) == sorted(expected)
+    # The feed's items are the manifest's pages.
+    assert {item["url"]: item for item in result.items} == pages
+
+
+@implementer(IHostnameResolver)
+class LoopbackNames:
+    """A test resolver: every ``*.localhost`` name is 127.0.0.1; other names go on."""
+
+    def __init__(self, underlying: Any) -> None:
+        self.underlying = getattr(underlying, "underlying", underlying)  # below any pinning
+
+    def resolveHostName(
+        self,
+        receiver: Any,
+        hostName: str,
+        portNumber: int = 0,
+        addressTypes: Any = None,
+        transportSemantics: str = "TCP",
+    ) -> Any:
+        if not hostName.lower().endswith(".localhost"):
+            return self.underlying.resolveHostName(
+                receiver, hostName, portNumber, addressTypes, transportSemantics
+            )
+        receiver.resolutionBegan(None)
+        if addressTypes is None or IPv4Address in addressTypes:
+            receiver.addressResolved(IPv4Address("TCP", "127.0.0.1", portNumber))
+        receiver.resolutionComplete()
+        return None
+
+
+@pytest.fixture
+def loopback_names() -> Iterator[None]:
+    previous = reactor.nameResolver  # type: ignore[attr-defined]
+    reactor.installNameResolver(LoopbackNames(previous))  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        reactor.installNameResolver(previous)  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def port80() -> Iterator[Server]:
+    """A server on the default port, on its own loopback address."""
+    try:
+        yield from serve("127.0.0.2", 80)
+    except PermissionError:
+        pytest.skip("binding port 80 needs root or CAP_NET_BIND_SERVICE")
+
+
+@pytest_twisted.ensureDeferred
+async def test_idn_host_uppercase_and_default_port(
+    server: Server, port80: Server, crawl: Any, tmp_path: Any, loopback_names: None
+) -> None:
+    """The Host header and the target of an IDN seed and of a default-port seed."""
+    port = server.server_address[1]
+    idn = f"xn--bcher-kva.localhost:{port}"
+    server.site({"/Idn/%C3%A4": f'<a href="HTTP://B\u00dcCHER.LOCALHOST:{port}/Up?">up</a>'})
+    server.fallback = port80.fallback = leaf()
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text(
+        f"idn\tHTTP://B\u00dcCHER.localhost:{port}/Idn/\u00e4?\u00f6=\u00fc\ndefault\tHTTP://127.0.0.2:80/dp?\n",
+        encoding="utf-8",
+    )
+    allow = [f"http://{idn}", "http://127.0.0.2"]
+    result = await crawl(settings={**SETTINGS, "TRAVERSE_EGRESS_ALLOW": allow}, seeds=str(seeds))
+    manifests = {m["seed"]["id"]: by_url(m) for m in result.manifests()}
+    idn_pages, default_pages = manifests["idn"], manifests["default"]
+    expected_idn = {
+        f"http://{idn}/Idn/%C3%A4?%C3%B6=%C3%BC": "/Idn/%C3%A4?%C3%B6=%C3%BC",
+        f"http://{idn}/Up?": "/Up?",
+    }
+    assert sorted(idn_pages) == sorted(expected_idn)
+    for url, target in expected_idn.items():
+        assert recorded(idn_pages[url]) == (url, url, [])
+        hits = [hit for hit in server.hits if hit.target == target]
+        assert [hit.headers["Host"] for hit in hits] == [idn]
+    assert list(default_pages) == ["http://127.0.0.2/dp?"]
+    assert recorded(default_pages["http://127.0.0.2/dp?"])[0] == "http://127.0.0.2/dp?"
+    assert [(h.target, h.headers["Host"]) for h in port80.hits] == [
+        ("/robots.txt", "127.0.0.2"),
+        ("/dp?", "127.0.0.2"),
+    ]
