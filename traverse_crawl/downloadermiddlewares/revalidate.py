@@ -7,7 +7,9 @@ writes (the snapshot pipeline re-puts a 304 in capture mode, SPEC §13.6).
 Per page, the prior is the page id's latest snapshot, looked up once (in a
 thread). Per hop — the first request, each redirect hop, each retry — the
 validators are sent only when the prior's URL *is* this hop's URL (WHATWG href,
-fragment removed, query verbatim): the hop's conditional headers are replaced
+fragment removed, query verbatim) — or, for a snapshot written before issue 11,
+the form Scrapy's ``Request`` made of it (``urls.legacy_form``, docs/snapshots.md):
+the hop's conditional headers are replaced
 by ``If-None-Match: <etag>`` and/or ``If-Modified-Since: <lastModified>``, as
 stored, verbatim. They never cross a redirect to another URL.
 
@@ -64,6 +66,19 @@ def request_identity(url: object) -> str | None:
     return str(parsed.href)
 
 
+def _same_url(hop_url: str, prior_url: object) -> bool:
+    """Whether a prior snapshot was fetched from this hop's URL (SPEC §10).
+
+    A snapshot written before issue 11 records the URL as Scrapy's ``Request``
+    rewrote it (``/x`` for ``/x?``, ``%7C`` for ``|``): that form matches too.
+    """
+    hop = request_identity(hop_url)
+    prior = request_identity(prior_url)
+    if hop is None or prior is None:
+        return False
+    return prior == hop or prior == request_identity(urls.legacy_form(hop_url))
+
+
 class RevalidateMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         config = get_config(crawler)
@@ -90,8 +105,7 @@ class RevalidateMiddleware:
         prior: Snapshot | None = meta[PRIOR]
         if prior is None:
             return
-        hop = request_identity(request.url)
-        if hop is None or hop != request_identity(prior.get("url")):
+        if not _same_url(request.url, prior.get("url")):
             return
         for name in _CONDITIONAL:
             request.headers.pop(name, None)
