@@ -20,7 +20,8 @@ from twisted.internet.address import IPv4Address
 from twisted.internet.interfaces import IHostnameResolver
 from zope.interface import implementer
 
-from tests.server import Server, serve
+from tests.server import Reply, Server, serve
+from tests.sitemapsite import urlset
 from tests.tricky import (
     CASES,
     NEXT_TARGET,
@@ -206,3 +207,27 @@ async def test_idn_host_uppercase_and_default_port(
         ("/robots.txt", "127.0.0.2"),
         ("/dp?", "127.0.0.2"),
     ]
+
+
+@pytest_twisted.ensureDeferred
+async def test_sitemap_files_and_their_urls_are_requested_as_resolved(
+    server: Server, crawl: Any
+) -> None:
+    o = server.origin
+    sitemap = urlset(o + "/o?", o + "/o|p", o + "/c^d?x=^", o + "/{e}?{f}")
+    server.site(
+        {
+            "/": "<p>no links</p>",
+            "/robots.txt": Reply(body="Sitemap: /maps/s|1.xml?\n", content_type="text/plain"),
+            "/maps/s|1.xml": Reply(body=sitemap, content_type="application/xml"),
+        }
+    )
+    server.fallback = leaf()
+    result = await crawl(settings={**SETTINGS, "TRAVERSE_SITEMAPS": "robots"}, url=o + "/")
+    listed = ["/o?", "/o|p", "/c%5Ed?x=^", "/%7Be%7D?{f}"]
+    assert [p["url"] for p in result.manifest["pages"]] == [o + "/"] + [o + t for t in listed]
+    for page in result.manifest["pages"]:
+        assert recorded(page) == (page["url"], page["url"], [])
+    assert sorted(h.target for h in server.hits) == sorted(
+        ["/robots.txt", "/maps/s|1.xml?", "/", *listed]
+    )

@@ -3,8 +3,9 @@
 With ``TRAVERSE_SITEMAPS`` = ``robots`` or ``auto``, each seed gets a
 ``SitemapWalk`` (``core/sitemapwalk.py``), which decides what to read, in
 which order; this module turns its fetches into Scrapy requests and their
-responses into documents (``core/sitemap.py``). Every file is a plain
-``Request`` yielded by the spider, so it passes the egress guard, robots.txt,
+responses into documents (``core/sitemap.py``). Every file is a
+``WhatwgRequest`` (requested byte for byte as resolved, issue 11) yielded by
+the spider, so it passes the egress guard, robots.txt,
 retries, redirects and its origin's politeness slot like a page — but it is
 not a page: no page id, no item, no manifest entry. The first one, the seed
 origin's robots.txt, is answered by the robots middleware from its one load
@@ -51,6 +52,7 @@ from traverse_crawl.core.snapshot import Snapshot, build_snapshot
 from traverse_crawl.core.store import FilesystemSnapshotStore
 from traverse_crawl.exceptions import fetch_error_from_failure
 from traverse_crawl.stats import inc
+from traverse_crawl.wire import WhatwgRequest
 
 logger = logging.getLogger(__name__)
 
@@ -110,7 +112,8 @@ class SitemapReader:
         if fetch.kind == "robots":
             # Answered from the robots middleware's single load of the file.
             meta.update(dont_retry=True, dont_redirect=True, download_slot="robots " + origin)
-        return Request(
+        # Requested exactly as the walk resolved it (issue 11).
+        return WhatwgRequest(
             fetch.url,
             callback=self.callback,
             errback=self.errback,
