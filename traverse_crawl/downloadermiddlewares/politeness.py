@@ -29,6 +29,7 @@ from scrapy.core.downloader import Slot
 from scrapy.crawler import Crawler
 
 from traverse_crawl.core import urls
+from traverse_crawl.core.attempt import BACKOFF, NOT_BEFORE, ORIGIN_DELAY
 from traverse_crawl.core.config import get_config
 from traverse_crawl.stats import inc
 
@@ -61,7 +62,7 @@ class _RetriesFirst(deque[tuple[Request, Any]]):
         self.slot = slot
 
     def append(self, item: tuple[Request, Any]) -> None:
-        if item[0].meta.get("traverse_not_before") is None:
+        if item[0].meta.get(NOT_BEFORE) is None:
             super().append(item)
             return
         self.appendleft(item)
@@ -88,7 +89,7 @@ class PoliteSlot(Slot):
         # value also makes it dispatch one request per call.
         not_before: float | None = None
         if self.queue:
-            not_before = self.queue[0][0].meta.get("traverse_not_before")
+            not_before = self.queue[0][0].meta.get(NOT_BEFORE)
         if not self.delay:
             return 0.0 if not_before is None else max(_EPSILON, not_before - self.lastseen)
         if self.lastseen > self.last_end:
@@ -112,9 +113,9 @@ class PolitenessMiddleware:
 
     def process_request(self, request: Request) -> None:
         meta = request.meta
-        backoff = meta.pop("traverse_backoff", None)
+        backoff = meta.pop(BACKOFF, None)
         if backoff is not None:
-            meta["traverse_not_before"] = monotonic() + backoff
+            meta[NOT_BEFORE] = monotonic() + backoff
         key = meta.get("download_slot")
         if key is None:
             key = meta["download_slot"] = urls.origin(request.url)
@@ -128,11 +129,11 @@ class PolitenessMiddleware:
             slots[key] = PoliteSlot(1 if delay else self.per_domain, delay)
             if not meta.get("traverse_robots"):
                 inc(self.crawler.stats, "politeness/origins")
-        elif isinstance(slot, PoliteSlot) and "traverse_origin_delay" in meta:
+        elif isinstance(slot, PoliteSlot) and ORIGIN_DELAY in meta:
             slot.delay = self._delay(meta)
             if slot.delay > 0:
                 slot.concurrency = 1
 
     def _delay(self, meta: dict[str, Any]) -> float:
         """The origin's delay: the minimum, or a longer honoured Crawl-delay."""
-        return max(self.min_delay, float(meta.get("traverse_origin_delay", 0.0)))
+        return max(self.min_delay, float(meta.get(ORIGIN_DELAY, 0.0)))

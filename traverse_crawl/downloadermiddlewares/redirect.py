@@ -10,7 +10,9 @@ what the final URL means for link discovery.
 
 Meta keys: ``dont_redirect`` (Scrapy's), ``traverse_redirects`` (URLs requested
 before this hop, in order: the snapshot's ``redirects``), ``download_slot``
-(re-pointed at the new hop's origin). Stats: ``redirect/count``.
+(re-pointed at the new hop's origin); a hop is a new attempt (``core.attempt``):
+the previous attempt's keys, retry count and validators do not follow it.
+Stats: ``redirect/count``.
 """
 
 from __future__ import annotations
@@ -20,13 +22,11 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 
 from traverse_crawl.core import urls
+from traverse_crawl.core.attempt import drop_validators, next_attempt
 from traverse_crawl.core.config import get_config
 from traverse_crawl.core.errors import FetchError
 from traverse_crawl.exceptions import PageFailed
 from traverse_crawl.stats import inc
-
-# Validators belong to one URL; they never cross a redirect (SPEC §7.1, §10).
-_CONDITIONAL = (b"If-None-Match", b"If-Modified-Since")
 
 
 class RedirectMiddleware:
@@ -69,13 +69,11 @@ class RedirectMiddleware:
             raise PageFailed(
                 FetchError("invalid-url", f'redirect to invalid URL "{target}" from {request.url}')
             )
-        meta = dict(request.meta)
+        # A new attempt at another URL: its own retries, no validators (SPEC §7.1, §10).
+        meta = next_attempt(request.meta)
         meta["traverse_redirects"] = [*chain, request.url]
         meta["download_slot"] = urls.origin(next_url)
-        for key in ("retry_times", "traverse_backoff", "traverse_not_before"):
-            meta.pop(key, None)
         headers = request.headers.copy()
-        for name in _CONDITIONAL:
-            headers.pop(name, None)
+        drop_validators(headers)
         inc(self.crawler.stats, "redirect/count")
         return request.replace(url=next_url, meta=meta, headers=headers, dont_filter=True)

@@ -36,6 +36,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse, Response, TextResponse
 
+from traverse_crawl.core.attempt import SNAPSHOT
 from traverse_crawl.core.config import get_config
 from traverse_crawl.core.errors import FetchError
 from traverse_crawl.core.snapshot import BINARY_TYPES, Snapshot, with_flags
@@ -86,7 +87,7 @@ class ReplayMiddleware:
             inc(self.crawler.stats, "replay/miss")
             raise PageFailed(FetchError("no-snapshot", message))
         inc(self.crawler.stats, "replay/served")
-        request.meta["traverse_snapshot"] = with_flags(snapshot, fromCache=True)
+        request.meta[SNAPSHOT] = with_flags(snapshot, fromCache=True)
         return _response(request, snapshot)
 
 

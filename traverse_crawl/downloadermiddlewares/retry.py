@@ -10,7 +10,8 @@ last outcome stands (the spider makes it ``http-error``, ``timeout`` or ``networ
 Meta keys: ``dont_retry`` (Scrapy's; robots.txt requests use it),
 ``retry_times`` (Scrapy's), ``traverse_backoff`` (seconds to wait before this
 attempt; the politeness middleware's origin slot does the waiting, at the head
-of the origin's queue and instead of the origin's minimum delay).
+of the origin's queue and instead of the origin's minimum delay). A retry is a
+new attempt (``core.attempt``): the previous attempt's keys do not follow it.
 
 Stats: Scrapy's ``retry/count``, ``retry/reason_count/*``, ``retry/max_reached``.
 """
@@ -30,6 +31,7 @@ from scrapy.utils.misc import load_object
 from twisted.internet import defer
 from twisted.internet.error import TimeoutError as TxTimeoutError
 
+from traverse_crawl.core.attempt import BACKOFF, next_attempt
 from traverse_crawl.core.config import get_config
 from traverse_crawl.core.retry import is_retryable_status, retry_wait
 
@@ -86,10 +88,12 @@ class RetryMiddleware:
         )
         if new is None:
             return None
+        # A new attempt of the same request: the count goes on, the rest starts afresh.
+        new = new.replace(meta=next_attempt(new.meta, retry=True))
         attempt = new.meta["retry_times"]
         warnings: list[str] = request.meta.setdefault("traverse_warnings", [])
         warnings.append(f"retry {attempt}/{self.max_retries} for {request.url} after {reason}")
-        new.meta["traverse_backoff"] = retry_wait(
+        new.meta[BACKOFF] = retry_wait(
             attempt, self.backoff, retry_after, self.retry_after_max, self.random
         )
         return new

@@ -43,6 +43,12 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.threads import deferToThread
 
 from traverse_crawl.core import urls
+from traverse_crawl.core.attempt import (
+    CONDITIONAL_HEADERS,
+    REVALIDATE_SENT,
+    SNAPSHOT,
+    drop_validators,
+)
 from traverse_crawl.core.config import get_config
 from traverse_crawl.core.snapshot import Snapshot, with_flags
 from traverse_crawl.core.store import FilesystemSnapshotStore
@@ -51,8 +57,6 @@ from traverse_crawl.stats import inc
 logger = logging.getLogger(__name__)
 
 PRIOR = "traverse_revalidate_prior"
-SENT = "traverse_revalidate_sent"
-_CONDITIONAL = (b"If-None-Match", b"If-Modified-Since")
 
 
 def request_identity(url: object) -> str | None:
@@ -96,8 +100,6 @@ class RevalidateMiddleware:
     async def process_request(self, request: Request) -> None:
         meta = request.meta
         page_id = meta.get("traverse_page_id")
-        # The previous hop's decision never carries over to this one.
-        meta.pop(SENT, None)
         if not isinstance(page_id, str) or meta.get("playwright"):
             return
         if PRIOR not in meta:
@@ -107,16 +109,15 @@ class RevalidateMiddleware:
             return
         if not _same_url(request.url, prior.get("url")):
             return
-        for name in _CONDITIONAL:
-            request.headers.pop(name, None)
+        drop_validators(request.headers)
         sent = False
-        for name, field in ((b"If-None-Match", "etag"), (b"If-Modified-Since", "lastModified")):
+        for name, field in zip(CONDITIONAL_HEADERS, ("etag", "lastModified"), strict=True):
             value = prior.get(field)
             if value:  # JavaScript truthiness: absent or "" sends nothing
                 request.headers[name] = str(value)
                 sent = True
         if sent:
-            meta[SENT] = request.url
+            meta[REVALIDATE_SENT] = request.url
             inc(self.crawler.stats, "revalidate/conditional")
             logger.debug("conditional GET %s", request.url)
 
@@ -135,11 +136,11 @@ class RevalidateMiddleware:
 
     def process_response(self, request: Request, response: Response) -> Response:
         meta = request.meta
-        if response.status != 304 or meta.get(SENT) != request.url:
+        if response.status != 304 or meta.get(REVALIDATE_SENT) != request.url:
             return response
         prior: Snapshot | None = meta.get(PRIOR)
         if prior is None:
             return response
-        meta["traverse_snapshot"] = with_flags(prior, fromCache=True, notModified=True)
+        meta[SNAPSHOT] = with_flags(prior, fromCache=True, notModified=True)
         inc(self.crawler.stats, "revalidate/not_modified")
         return response

@@ -50,6 +50,7 @@ from scrapy.http import Response
 from twisted.python.failure import Failure
 
 from traverse_crawl.core import robots, urls
+from traverse_crawl.core.attempt import ORIGIN_DELAY
 from traverse_crawl.core.config import get_config
 from traverse_crawl.core.errors import FetchError
 from traverse_crawl.exceptions import PageFailed, fetch_error_from_failure
@@ -113,11 +114,11 @@ class RobotsMiddleware:
             )
         delay = rules.crawl_delay
         if delay is not None and min(delay, self.crawl_delay_max) > self.min_delay:
-            meta["traverse_origin_delay"] = min(delay, self.crawl_delay_max)
+            meta[ORIGIN_DELAY] = min(delay, self.crawl_delay_max)
         else:
             # A redirect hop carries the previous hop's meta: another origin's
             # Crawl-delay must not slow this one.
-            meta.pop("traverse_origin_delay", None)
+            meta.pop(ORIGIN_DELAY, None)
         return None
 
     async def _robots_txt(self, origin: str, request: Request) -> Response:

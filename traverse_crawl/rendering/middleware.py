@@ -69,6 +69,7 @@ from scrapy.utils.misc import load_object
 from scrapy_playwright.page import PageMethod
 
 from traverse_crawl.core import shell
+from traverse_crawl.core.attempt import SNAPSHOT, drop_validators, next_attempt
 from traverse_crawl.core.config import get_config
 from traverse_crawl.core.errors import FetchError
 from traverse_crawl.core.render import (
@@ -95,12 +96,6 @@ logger = logging.getLogger(__name__)
 
 # The browser context every rendered page opens in.
 CONTEXT = "traverse"
-
-# Per-attempt keys: never carried from one attempt to the next.
-_ATTEMPT_KEYS = (HANDOFF, DENIED, FAILED, FINAL)
-# Keys of the plain attempt that must not follow it into the rendered one.
-_PLAIN_ONLY = ("retry_times", "traverse_retry_of", "traverse_backoff", "download_latency")
-_CONDITIONAL = (b"If-None-Match", b"If-Modified-Since")
 
 
 def is_page(meta: dict[str, Any]) -> bool:
@@ -158,8 +153,6 @@ class RenderMiddleware:
         meta = request.meta
         if not is_page(meta):
             return
-        for key in _ATTEMPT_KEYS:
-            meta.pop(key, None)
         if self.policy == "always":
             meta.setdefault(RENDER, True)
             warnings: list[str] = meta.setdefault("traverse_warnings", [])
@@ -250,7 +243,7 @@ class RenderMiddleware:
         meta = request.meta
         if not 200 <= response.status < 300:
             return response
-        snapshot = meta.get("traverse_snapshot")
+        snapshot = meta.get(SNAPSHOT)
         if isinstance(snapshot, dict) and snapshot.get("notModified"):
             return response  # SPEC §11: a trustworthy 304 never renders
         header = response.headers.get(b"Content-Type")
@@ -262,7 +255,8 @@ class RenderMiddleware:
             return response
         inc(self.crawler.stats, "render/shell_detected")
         logger.debug("render: %s is a JavaScript shell (%s)", response.url, signals_.describe())
-        new_meta = {k: v for k, v in meta.items() if k not in _PLAIN_ONLY}
+        # A new attempt: nothing of the plain one's (backoff deadline, retries, ...).
+        new_meta = next_attempt(meta)
         new_meta[RENDER] = True
         new_meta[FALLBACK] = freeze(response)
         # The rendered attempt's warnings are its own; a fallback restores these.
@@ -273,8 +267,7 @@ class RenderMiddleware:
         new_meta["dont_redirect"] = True
         new_meta.pop(ESCALATION, None)
         headers = request.headers.copy()
-        for name in _CONDITIONAL:
-            headers.pop(name, None)
+        drop_validators(headers)
         return request.replace(url=response.url, meta=new_meta, headers=headers, dont_filter=True)
 
     # -- failures -------------------------------------------------------------

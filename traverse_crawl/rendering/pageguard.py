@@ -64,6 +64,7 @@ from playwright.async_api import Request as BrowserRequest
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from traverse_crawl.core import egress, urls
+from traverse_crawl.core.attempt import CONDITIONAL_HEADERS
 from traverse_crawl.core.errors import FetchError
 from traverse_crawl.core.render import DENIED, FAILED, GUARD_KEY, HANDOFF, networkidle_warning
 from traverse_crawl.core.snapshot import resolve_content_type
@@ -77,7 +78,9 @@ INIT_CALLBACK = f"{__name__}.init_page"
 # Chromium's own limit on a redirect chain.
 MAX_SUBRESOURCE_REDIRECTS = 20
 # Headers the browser computes for one hop; never copied onto the next.
-_HOP_HEADERS = frozenset({"host", "cookie", "content-length", "if-none-match", "if-modified-since"})
+_HOP_HEADERS = frozenset(
+    {"host", "cookie", "content-length", *(name.decode().lower() for name in CONDITIONAL_HEADERS)}
+)
 
 # Every guard of a running crawl, by key: meta holds the key, never the object,
 # so requests stay picklable (JOBDIR).

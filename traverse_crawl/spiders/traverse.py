@@ -32,6 +32,7 @@ from twisted.python.failure import Failure
 from traverse_crawl.core import seeds as seedlib
 from traverse_crawl.core import snapshot as snap
 from traverse_crawl.core import urls
+from traverse_crawl.core.attempt import SNAPSHOT
 from traverse_crawl.core.config import TraverseConfig, get_config
 from traverse_crawl.core.errors import FetchError
 from traverse_crawl.core.frontier import Admission, Frontier, Outcome, invalid_seed_error
@@ -148,7 +149,7 @@ class TraverseSpider(Spider):
         self, frontier: Frontier, index: int, response: Response
     ) -> tuple[Outcome, dict[str, Any] | None]:
         meta = response.meta
-        snapshot = meta.get("traverse_snapshot") or self._snapshot(response)
+        snapshot = meta.get(SNAPSHOT) or self._snapshot(response)
         if isinstance(snapshot, FetchError):
             return Outcome(_fetch_record(meta, snapshot)), None
         outcome = Outcome(_fetch_record(meta, snapshot), source_ref=build_source_ref(snapshot))
