@@ -13,9 +13,9 @@ Playwright at the top: a crawl that never renders never imports this module.
   politeness again. If that attempt fails, the plain response is kept.
 
 At 540, ``process_request`` runs after egress (90) and robots (100) and marks a
-rendered attempt for scrapy-playwright (``playwright`` and its meta keys; the page
-guard in ``traverse_crawl.rendering.pageguard`` answers every browser request). Rendered
-attempts are not retried (``dont_retry``; SPEC §11: the renderer is never retried).
+rendered attempt for scrapy-playwright (the page guard, ``rendering.pageguard``,
+answers every browser request). Rendered attempts are not retried (``dont_retry``;
+SPEC §11: the renderer is never retried).
 ``process_response`` runs after redirect (600) and retry (550) are done with a
 response, so it sees the final plain response of a page.
 
@@ -23,31 +23,28 @@ A rendered response becomes UTF-8 HTML without ``ETag``/``Last-Modified`` (the
 validators describe the wire bytes, not the DOM) and keeps scrapy-playwright's
 ``playwright`` flag, from which the spider records ``rendered: true``. A navigation
 the page guard handed back (a redirect, a non-2xx status, a document that is not
-HTML) continues as the plain response it is: Scrapy's redirect middleware
-follows a redirect (robots, egress and politeness per hop; ``traverse_redirects``
-records the chain), a non-HTML 2xx is captured as fetched, and a non-2xx status
-fails the render (``render of URL reported HTTP N``). A render that fails or
-times out is ``render-error``; a page over ``DOWNLOAD_MAXSIZE`` is ``too-large``.
+HTML) continues as the plain response it is: Scrapy's redirect middleware follows
+a redirect (robots, egress and politeness per hop). ``core.render.judge`` decides
+the rest: a non-HTML 2xx is captured as fetched, a non-2xx status is ``http-error``,
+a failed or timed-out render ``render-error``, a page over ``DOWNLOAD_MAXSIZE``
+``too-large``.
 
-``fetch.renderEscalation`` (meta ``traverse_render_escalation``, read by the
-spider) is ``{policy, shellWarningDetected, renderAttempted, outcome, renderError?}``
-with the outcomes of SPEC §11: ``not-needed``, ``rendered`` and
-``render-failed-fallback``. As in Traverse, an ``always`` page that failed
-carries none.
+``fetch.renderEscalation`` (meta ``traverse_render_escalation``, read by the spider)
+has SPEC §11's outcomes ``not-needed``, ``rendered`` and ``render-failed-fallback``;
+as in Traverse, an ``always`` page that failed carries none.
 
 Settings: ``TRAVERSE_RENDER``, ``TRAVERSE_RENDER_WAIT_FOR`` (a CSS selector,
 checked at start-up by ``core.config``), ``DOWNLOAD_TIMEOUT`` (the whole rendered attempt),
 ``DOWNLOAD_MAXSIZE``, ``USER_AGENT`` (the browser's), ``TRAVERSE_EGRESS_GUARD``,
 ``TRAVERSE_EGRESS_ALLOW``, ``PLAYWRIGHT_ABORT_REQUEST`` (honoured after egress).
-Meta keys: ``traverse_render`` (this attempt is rendered), ``traverse_render_fallback``
-(the plain response kept for on-shell-warning), ``traverse_render_final`` (the
-page's outcome is settled), ``traverse_render_escalation``, and the page guard's
-``traverse_render_guard``, ``traverse_render_handoff``, ``traverse_render_denied``,
-``traverse_render_failed``;
-scrapy-playwright's ``playwright``, ``playwright_context``,
-``playwright_context_kwargs``, ``playwright_page_init_callback``,
-``playwright_page_goto_kwargs``, ``playwright_page_methods``; Scrapy's ``dont_retry``,
-``dont_redirect``.
+Meta keys (``core.render``): ``traverse_render`` (this attempt is rendered),
+``traverse_render_fallback`` (the plain response kept for on-shell-warning),
+``traverse_render_final`` (this attempt's outcome is settled),
+``traverse_render_escalation``, and the page guard's ``traverse_render_guard``,
+``traverse_render_handoff``, ``traverse_render_denied``, ``traverse_render_failed``;
+scrapy-playwright's ``playwright``, ``playwright_context``, ``playwright_context_kwargs``,
+``playwright_page_init_callback``, ``playwright_page_goto_kwargs``,
+``playwright_page_methods``; Scrapy's ``dont_retry``, ``dont_redirect``.
 Stats: ``render/attempts``, ``render/rendered``, ``render/shell_detected``,
 ``render/failed``, ``render/fallback``, ``render/handed_back``, ``render/not_html``,
 and the page guard's.
@@ -68,7 +65,6 @@ from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.misc import load_object
 from scrapy_playwright.page import PageMethod
 
-from traverse_crawl.core import shell
 from traverse_crawl.core.attempt import SNAPSHOT, drop_validators, next_attempt
 from traverse_crawl.core.config import get_config
 from traverse_crawl.core.errors import FetchError
@@ -81,11 +77,11 @@ from traverse_crawl.core.render import (
     GUARD_KEY,
     HANDOFF,
     RENDER,
-    RETRIES_WARNING,
-    REVALIDATE_WARNING,
+    always_warnings,
     escalation,
+    judge,
+    shell_signals,
 )
-from traverse_crawl.core.snapshot import decode_text, resolve_content_type
 from traverse_crawl.downloadermiddlewares.redirect import RedirectMiddleware
 from traverse_crawl.exceptions import PageFailed, RenderWaitTimeout
 from traverse_crawl.rendering import pageguard
@@ -94,6 +90,7 @@ from traverse_crawl.stats import inc
 
 logger = logging.getLogger(__name__)
 
+PROJECT = SETTINGS_PRIORITIES["project"]
 # The browser context every rendered page opens in.
 CONTEXT = "traverse"
 
@@ -122,13 +119,9 @@ class RenderMiddleware:
             abort_request=load_object(abort) if abort else None,
         )
         self.guard.register()
-        # SPEC §4's render-only warnings, on every page of an ``always`` crawl.
         # Retries count as set when the user set them, above the project default.
-        self.always_warnings: list[str] = []
-        if config.revalidate:
-            self.always_warnings.append(REVALIDATE_WARNING)
-        if (crawler.settings.getpriority("RETRY_TIMES") or 0) > SETTINGS_PRIORITIES["project"]:
-            self.always_warnings.append(RETRIES_WARNING)
+        retries_set = (crawler.settings.getpriority("RETRY_TIMES") or 0) > PROJECT
+        self.always_warnings = always_warnings(config.revalidate, retries_set)
         # Follows a navigation the page started on its own (see _rendered).
         self.redirect = RedirectMiddleware(crawler)
         crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
@@ -201,39 +194,27 @@ class RenderMiddleware:
             followed = self.redirect.process_response(request, response)
             if isinstance(followed, Request):
                 return followed
-        url = response.url
-        if "playwright" not in response.flags:
+        rendered = "playwright" in response.flags
+        body = utf8_body(response) if rendered else b""
+        location = response.headers.get(b"Location")
+        verdict = judge(
+            response.url,
+            response.status,
+            rendered=rendered,
+            location=location.decode("latin-1") if location else None,
+            escalated=FALLBACK in meta,
+            size=len(body),
+            maxsize=self.maxsize,
+        )
+        if verdict.error is not None:
+            return self._fail(request, verdict.error)
+        meta[FINAL] = True
+        if verdict.kind == "as-fetched":
             # The navigation's own response, handed back by the page guard.
-            location = response.headers.get(b"Location")
-            if 300 <= response.status < 400 and location:
-                target = location.decode("latin-1")
-                error = FetchError("render-error", f"render of {url} was redirected to {target}")
-                return self._fail(request, error)
-            if not 200 <= response.status < 300:
-                error = FetchError(
-                    "http-error",
-                    f"render of {url} reported HTTP {response.status}",
-                    response.status,
-                )
-                return self._fail(request, error)
-            if FALLBACK in meta:
-                error = FetchError("render-error", f"render of {url}: the document is not HTML")
-                return self._fail(request, error)
             inc(self.crawler.stats, "render/not_html")
-            meta[FINAL] = True
             meta[ESCALATION] = escalation(self.policy, False, False, "not-needed")
             return response
-        if not 200 <= response.status < 300:
-            error = FetchError(
-                "http-error", f"render of {url} reported HTTP {response.status}", response.status
-            )
-            return self._fail(request, error)
-        body = utf8_body(response)
-        if self.maxsize and len(body) > self.maxsize:
-            error = FetchError("too-large", f"snapshot from {url} exceeds {self.maxsize} bytes")
-            return self._fail(request, error)
         inc(self.crawler.stats, "render/rendered")
-        meta[FINAL] = True
         meta[ESCALATION] = escalation(
             self.policy, self.policy == "on-shell-warning", True, "rendered"
         )
@@ -241,17 +222,16 @@ class RenderMiddleware:
 
     def _maybe_escalate(self, request: Request, response: Response) -> Request | Response:
         meta = request.meta
-        if not 200 <= response.status < 300:
-            return response
         snapshot = meta.get(SNAPSHOT)
-        if isinstance(snapshot, dict) and snapshot.get("notModified"):
-            return response  # SPEC §11: a trustworthy 304 never renders
         header = response.headers.get(b"Content-Type")
-        content_type = header.decode("latin-1") if header else None
-        if resolve_content_type(content_type, meta.get("traverse_hint")) != "html":
-            return response
-        signals_ = shell.inspect(decode_text(response.body, content_type))
-        if not signals_.suspected:
+        signals_ = shell_signals(
+            response.status,
+            header.decode("latin-1") if header else None,
+            response.body,
+            hint=meta.get("traverse_hint"),
+            not_modified=isinstance(snapshot, dict) and bool(snapshot.get("notModified")),
+        )
+        if signals_ is None:
             return response
         inc(self.crawler.stats, "render/shell_detected")
         logger.debug("render: %s is a JavaScript shell (%s)", response.url, signals_.describe())

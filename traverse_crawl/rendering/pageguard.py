@@ -26,12 +26,8 @@ request itself — the browser's own network stack never sends anything:
   (context option); anything no page route answers (popups) is aborted by a
   route on the browser context.
 
-:func:`settle` (a ``PageMethod``) decides when the page is taken: once
-``TRAVERSE_RENDER_WAIT_FOR`` is attached to the DOM, else once the network is
-idle, both within ``DOWNLOAD_TIMEOUT`` from the start of the attempt. A page
-that never goes idle is taken anyway, with the warning
-``render: networkidle fallback used after <ms>ms`` (forage's, SPEC §18.6); a
-selector that never appears fails the render.
+:func:`settle` (a ``PageMethod``) decides when the page is taken
+(``rendering.settle``).
 
 Meta keys: ``traverse_render_guard`` (read: which :class:`PageGuard`),
 ``traverse_render_handoff``, ``traverse_render_denied`` and
@@ -48,11 +44,9 @@ import time
 import weakref
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
-from dataclasses import dataclass, field
 from typing import Any
 
 from playwright.async_api import (
-    APIRequestContext,
     APIResponse,
     BrowserContext,
     Page,
@@ -61,14 +55,13 @@ from playwright.async_api import (
 )
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Request as BrowserRequest
-from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from traverse_crawl.core import egress, urls
 from traverse_crawl.core.attempt import CONDITIONAL_HEADERS
 from traverse_crawl.core.errors import FetchError
-from traverse_crawl.core.render import DENIED, FAILED, GUARD_KEY, HANDOFF, networkidle_warning
+from traverse_crawl.core.render import DENIED, FAILED, GUARD_KEY, HANDOFF
 from traverse_crawl.core.snapshot import resolve_content_type
-from traverse_crawl.exceptions import ClientRedirect, RenderWaitTimeout
+from traverse_crawl.rendering.settle import PageState, settle_page
 from traverse_crawl.stats import Stats, inc
 
 logger = logging.getLogger(__name__)
@@ -87,33 +80,8 @@ _HOP_HEADERS = frozenset(
 GUARDS: dict[str, PageGuard] = {}
 
 
-async def _close(page: Page) -> None:
-    with suppress(PlaywrightError):
-        await page.close()
-
-
 def _redirect_to(url: str) -> dict[str, Any]:
     return {"url": "", "status": 302, "headers": [("Location", url)], "body": b""}
-
-
-@dataclass
-class PageState:
-    """One rendered attempt: the Scrapy request's meta and the attempt's deadline."""
-
-    meta: dict[str, Any]
-    deadline: float
-    api: APIRequestContext
-    navigated: bool = False
-    redirected: asyncio.Event = field(default_factory=asyncio.Event)
-    verdicts: dict[str, FetchError | None] = field(default_factory=dict)
-
-    def remaining_ms(self) -> float:
-        return max(1.0, (self.deadline - time.monotonic()) * 1000)
-
-    def warn(self, warning: str) -> None:
-        warnings: list[str] = self.meta.setdefault("traverse_warnings", [])
-        if warning not in warnings:
-            warnings.append(warning)
 
 
 class PageGuard:
@@ -299,43 +267,7 @@ class PageGuard:
     # -- taking the page ------------------------------------------------------
 
     async def settle(self, page: Page) -> None:
-        state = self.pages[page]
-        budget = round(self.timeout * 1000)
-        waiting = asyncio.ensure_future(self._wait(page, state, budget))
-        redirected = asyncio.ensure_future(state.redirected.wait())
-        try:
-            await asyncio.wait({waiting, redirected}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (waiting, redirected):
-                task.cancel()
-        if HANDOFF in state.meta:
-            # Navigated away: the document is not taken, the handoff is followed.
-            # Closed first, so scrapy-playwright neither waits for a "load" that
-            # never comes after a navigation during parsing, nor logs a traceback.
-            await _close(page)
-            raise ClientRedirect(state.meta[HANDOFF]["headers"][0][1])
-        try:
-            waiting.result()
-        except RenderWaitTimeout:
-            await _close(page)
-            raise
-
-    async def _wait(self, page: Page, state: PageState, budget: int) -> None:
-        if self.wait_for:
-            try:
-                await page.wait_for_selector(
-                    f"css={self.wait_for}", state="attached", timeout=state.remaining_ms()
-                )
-            except PlaywrightTimeoutError:
-                raise RenderWaitTimeout(
-                    f"TRAVERSE_RENDER_WAIT_FOR {self.wait_for!r} did not appear within {budget}ms"
-                ) from None
-            return
-        try:
-            await page.wait_for_load_state("domcontentloaded", timeout=state.remaining_ms())
-            await page.wait_for_load_state("networkidle", timeout=state.remaining_ms())
-        except PlaywrightTimeoutError:
-            state.warn(networkidle_warning(budget))
+        await settle_page(page, self.pages[page], self.timeout, self.wait_for)
 
 
 async def init_page(page: Page, request: Any) -> None:
