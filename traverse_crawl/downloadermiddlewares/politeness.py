@@ -119,10 +119,7 @@ class PolitenessMiddleware:
         key = meta.get("download_slot")
         if key is None:
             key = meta["download_slot"] = urls.origin(request.url)
-        engine = self.crawler.engine
-        if engine is None:
-            return
-        slots = engine.downloader.slots
+        slots = self.crawler.engine.downloader.slots
         slot = slots.get(key)
         if slot is None:
             delay = 0.0 if meta.get("traverse_robots") else self._delay(meta)
