@@ -1,0 +1,130 @@
+"""The package's import graph: no cycle anywhere, and a core free of Scrapy (issue 9, STYLE §1).
+
+Reads every module's ``import`` statements (function-level ones included: a
+lazy import that hides a cycle is still a cycle) with ``ast``; imports nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+import traverse_crawl
+
+ROOT = Path(traverse_crawl.__file__).parent
+PACKAGE = "traverse_crawl"
+# What the pure core may not import (STYLE §1): Scrapy and what only its adapters use.
+NOT_IN_CORE = ("scrapy", "twisted", "playwright", "scrapy_playwright", "traverse_crawl.")
+# core may import core.
+CORE = f"{PACKAGE}.core"
+
+
+def module_names() -> dict[str, Path]:
+    names = {}
+    for path in ROOT.rglob("*.py"):
+        parts = path.relative_to(ROOT.parent).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        names[".".join(parts)] = path
+    return names
+
+
+def imported(path: Path, name: str, modules: Mapping[str, Path]) -> set[str]:
+    """Every module of the package that ``name`` (at ``path``) imports, and the rest."""
+    found: set[str] = set()
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = name.split(".")
+                anchor = anchor[: len(anchor) - node.level + (1 if is_package else 0)]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                # ``from pkg import mod`` imports the module pkg.mod.
+                sub = f"{base}.{alias.name}"
+                found.add(sub if sub in modules else base)
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    modules = module_names()
+    return {
+        name: {dep for dep in imported(path, name, modules) if dep in modules and dep != name}
+        for name, path in modules.items()
+    }
+
+
+def cycles(edges: Mapping[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for dep in sorted(edges.get(node, ())):
+            if dep not in index:
+                visit(dep)
+                low[node] = min(low[node], low[dep])
+            elif dep in on_stack:
+                low[node] = min(low[node], index[dep])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return found
+
+
+@pytest.mark.parametrize(
+    ("edges", "expected"),
+    [
+        ({"a": {"b"}, "b": set()}, []),
+        ({"a": {"b"}, "b": {"a"}}, [["a", "b"]]),
+        ({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}, [["a", "b", "c"]]),
+        ({"a": {"b", "c"}, "b": {"d"}, "c": {"d"}, "d": set()}, []),
+    ],
+)
+def test_the_cycle_finder(edges, expected):
+    assert cycles(edges) == expected
+
+
+def test_the_graph_sees_the_package():
+    edges = graph()
+    assert f"{PACKAGE}.rendering.middleware" in edges
+    assert f"{PACKAGE}.rendering.pageguard" in edges[f"{PACKAGE}.rendering.middleware"]
+    assert f"{PACKAGE}.core.urls" in edges[f"{PACKAGE}.core.links"]
+
+
+def test_no_import_cycle_in_the_package():
+    assert cycles(graph()) == []
+
+
+def test_core_imports_nothing_from_scrapy_or_the_adapters():
+    modules = module_names()
+    for name, path in modules.items():
+        if name != CORE and not name.startswith(CORE + "."):
+            continue
+        for dep in imported(path, name, modules):
+            if dep.startswith(CORE + ".") or dep == CORE:
+                continue
+            assert not dep.startswith(NOT_IN_CORE) and dep not in NOT_IN_CORE, (name, dep)
