@@ -149,8 +149,9 @@ async def test_retry_after_over_the_cap_falls_back_to_backoff(server, crawl):
     server.routes["/busy"] = sequence(Reply(503, headers={"Retry-After": "120"}), Reply(body="ok"))
     result = await crawl(settings={"TRAVERSE_RETRY_AFTER_MAX": 2}, url=server.url("/busy"))
     assert "snapshot" in result.manifest["pages"][0]["fetch"]
-    first, second = sorted((h for h in server.hits if h.path == "/busy"), key=lambda h: h.start)
-    assert second.start - first.end < 1.0
+    assert server.count("/busy") == 2
+    # The wait itself (the backoff, not Retry-After's 120 s) is a deterministic check:
+    # tests/test_component_redirect_retry.py::test_retry_after_or_the_backoff.
 
 
 def chain(server, hops: int) -> None:
@@ -318,8 +319,10 @@ async def test_retry_waits_its_backoff_not_the_origin_delay(server, crawl):
     assert all("snapshot" in p["fetch"] for p in result.manifest["pages"])
     pages = sorted((h for h in server.hits if h.path != "/robots.txt"), key=lambda h: h.start)
     paths = [h.path for h in pages]
-    first, retry = (h for h in pages if h.path == "/flaky")
-    assert retry.start - first.end < 0.3  # backoff only
+    # The retry goes to the head of the origin's queue, before /next, and waits its
+    # backoff instead of the delay (the slot's table: test_component_politeness.py).
+    assert paths == ["/", "/flaky", "/flaky", "/next"]
+    retry = pages[2]
     # Every other request to the origin still keeps the minimum delay.
     others = [b.start - a.end for a, b in itertools.pairwise(pages) if b is not retry]
     assert min(others) >= 0.59, paths
