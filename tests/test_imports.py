@@ -1,4 +1,4 @@
-"""The package's import graph: no cycle anywhere, and a core free of Scrapy (issue 9, STYLE §1).
+"""The package's shape: no import cycle, a core free of Scrapy, a component map that is true.
 
 Reads every module's ``import`` statements (function-level ones included: a
 lazy import that hides a cycle is still a cycle) with ``ast``; imports nothing.
@@ -7,6 +7,7 @@ lazy import that hides a cycle is still a cycle) with ``ast``; imports nothing.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -128,3 +129,16 @@ def test_core_imports_nothing_from_scrapy_or_the_adapters():
             if dep.startswith(CORE + ".") or dep == CORE:
                 continue
             assert not dep.startswith(NOT_IN_CORE) and dep not in NOT_IN_CORE, (name, dep)
+
+
+def test_the_component_map_lists_every_module_and_nothing_else():
+    """docs/architecture.md's map names every module of the tree, and only those."""
+    text = (ROOT.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    table = text.split("## Component map", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in table.splitlines() if line.startswith("|")]
+    listed = {name for row in rows for name in re.findall(r"`([a-z_/]+\.py)`", row)}
+    tree = {
+        str(path.relative_to(ROOT)) for path in ROOT.rglob("*.py") if path.name != "__init__.py"
+    }
+    assert sorted(tree - listed) == [], "modules missing from the component map"
+    assert sorted(listed - tree) == [], "the component map names modules that do not exist"
