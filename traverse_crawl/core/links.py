@@ -7,14 +7,10 @@ Differences from Traverse, chosen on purpose (docs/architecture.md):
 
 from __future__ import annotations
 
-import logging
-
 import ada_url
 
 from traverse_crawl.core import urls
 from traverse_crawl.core.html import parse_html
-
-logger = logging.getLogger(__name__)
 
 
 def discover_links(body: str, page_url: str, seed_origin: str) -> list[str]:
