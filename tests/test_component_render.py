@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 from scrapy import Request
 from scrapy.exceptions import NotConfigured
+from scrapy.utils.misc import load_object
 
 from tests.components import ORIGIN, STALE, VALIDATORS, html, make_crawler, page_request, reply
 from traverse_crawl.core.attempt import ATTEMPT_KEYS
@@ -22,6 +23,7 @@ SHELL = (
     "<!doctype html><html><head><title>App</title></head><body>"
     '<div id="root"></div><script src="/bundle.js"></script></body></html>'
 )
+MIDDLEWARE = "traverse_crawl.rendering.middleware.RenderMiddleware"
 NORMAL = "<p>" + "An ordinary server-rendered page with plenty of text. " * 20 + "</p>"
 
 
@@ -183,3 +185,25 @@ def test_a_rendered_dom_over_the_size_limit_is_too_large(render):
     with pytest.raises(PageFailed) as info:
         mw.process_response(request, dom)
     assert info.value.error.kind == "too-large"
+
+
+@pytest.mark.parametrize(
+    ("settings", "installed"),
+    [
+        ({"TRAVERSE_RENDER": "never"}, None),
+        ({"TRAVERSE_RENDER": "always", "TRAVERSE_MODE": "replay"}, None),
+        ({"TRAVERSE_RENDER": "on-shell-warning"}, 540),
+        # The user's own entry wins, None included (the middleware stays out).
+        ({"TRAVERSE_RENDER": "always", "DOWNLOADER_MIDDLEWARES": {MIDDLEWARE: None}}, None),
+        ({"TRAVERSE_RENDER": "always", "DOWNLOADER_MIDDLEWARES": {MIDDLEWARE: 545}}, 545),
+    ],
+)
+def test_the_addon_installs_the_middleware_only_when_pages_are_rendered(settings, installed):
+    crawler = make_crawler(
+        {"ADDONS": {"traverse_crawl.rendering.addon.RenderAddon": 0}, **settings}
+    )
+    entries = {
+        load_object(key) if isinstance(key, str) else key: value
+        for key, value in crawler.settings.getdict("DOWNLOADER_MIDDLEWARES").items()
+    }
+    assert entries.get(RenderMiddleware) == installed
