@@ -47,7 +47,10 @@ def robots_mw(body: str, matcher: str, min_delay: float = 1.0, cap: float = 10.0
         }
     )
     mw = RobotsMiddleware.from_crawler(crawler)
-    mw.rules[ORIGIN] = robots.parse_body(body.encode(), UA, matcher)  # as a load leaves them
+    # What a load of this robots.txt leaves behind (RobotsMiddleware._load).
+    fetch = robots.RobotsFetch(status=200, body=body.encode())
+    mw.fetches[ORIGIN] = fetch
+    mw.rules[ORIGIN] = robots.decide(fetch, ORIGIN, UA, "fail-open", matcher).rules
     return mw, crawler
 
 
