@@ -160,3 +160,15 @@ def test_sitemap_state_round_trips_through_json():
     restored = Frontier.from_dict(json.loads(json.dumps(frontier.to_dict())))
     assert restored.to_dict() == {**frontier.to_dict(), "admitted": 1}
     assert restored.manifest() == frontier.manifest()
+
+
+def test_a_restored_frontier_still_waiting_expects_its_sitemaps_again():
+    frontier = Frontier("s", SEED, 50, 3, "live")
+    frontier.expect_sitemaps()
+    (seed,) = frontier.admit()
+    frontier.record(seed.index, ok(SEED))
+    restored = Frontier.from_dict(json.loads(json.dumps(frontier.to_dict())))
+    assert restored.expect_sitemaps() is True  # the walk is started again
+    assert not restored.finished
+    restored.add_sitemap_urls(SITEMAP, [])
+    assert restored.expect_sitemaps() is False  # once in, never again

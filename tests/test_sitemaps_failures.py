@@ -178,10 +178,14 @@ async def test_sitemaps_are_retried_and_wait_their_turn(server, crawl):
             assert after.start - before.end >= delay * 0.9, (before.path, after.path)
 
 
+@pytest.mark.parametrize("seed_delay", [0.0, 0.8], ids=["seed-first", "sitemaps-first"])
 @pytest_twisted.ensureDeferred
-async def test_same_manifest_at_concurrency_1_and_16(server, crawl, tmp_path):
+async def test_same_manifest_at_concurrency_1_and_16(server, crawl, tmp_path, seed_delay):
     random_delay_site(server, pages=30)
     u = server.url
+    seed = server.routes["/p0.html"]
+    assert isinstance(seed, Reply)
+    seed.delay = seed_delay  # 0.8 s: at 16, the sitemaps are read before the seed returns
     # A slow index whose sitemaps list pages the links also reach, and orphans.
     server.routes["/robots.txt"] = Reply(
         body=listed(server, "/index.xml"), content_type="text/plain"
@@ -214,6 +218,9 @@ async def test_same_manifest_at_concurrency_1_and_16(server, crawl, tmp_path):
     assert runs[0]["truncated"] is True
     assert runs[1] == runs[0]
     assert runs[2] == runs[0]
+    last = {h.path: h for h in server.hits}  # the last run's hit of each path (at 16)
+    sitemaps_done = last["/s2.xml"].end < last["/p0.html"].end
+    assert sitemaps_done is (seed_delay > 0)  # both interleavings were exercised
 
 
 @pytest_twisted.ensureDeferred

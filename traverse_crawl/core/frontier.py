@@ -99,7 +99,10 @@ class Frontier:
 
     def expect_sitemaps(self) -> bool:
         """Hold the BFS after the seed until ``add_sitemap_urls``; False (and no
-        hold) when no sitemap URL could enter: depth 0, no budget, invalid seed."""
+        hold) when no sitemap URL could enter: depth 0, no budget, invalid seed.
+        True again for a restored frontier still waiting (the walk starts over)."""
+        if self.sitemaps_expected:
+            return self.sitemap_urls is None
         if self.max_depth < 1 or self.max_pages < 1 or not self.seed_is_valid or self.pages:
             return False
         self.sitemaps_expected = True
@@ -287,11 +290,3 @@ class Frontier:
         # Admitted but uncommitted pages are fetched again after a resume.
         frontier.admitted = len(frontier.pages)
         return frontier
-
-
-def invalid_seed_error(seed_url: str) -> FetchError:
-    """SPEC §3 ``invalid-url`` messages for a seed that cannot be fetched."""
-    parsed = urls.parse(seed_url)
-    if parsed is None:
-        return FetchError("invalid-url", f"SourceConfig.url is not a valid URL: {seed_url}")
-    return FetchError("invalid-url", f"unsupported URL protocol: {parsed.protocol}")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from traverse_crawl.core.errors import ConfigError
+from traverse_crawl.core import urls
+from traverse_crawl.core.errors import ConfigError, FetchError
 from traverse_crawl.core.snapshot import CONTENT_TYPES
 
 
@@ -105,3 +106,11 @@ def seeds_from_args(
         found = [Seed(url if source_id is None else source_id, url, hint)]
     check_unique(found)
     return found
+
+
+def invalid_seed_error(seed_url: str) -> FetchError:
+    """SPEC §3 ``invalid-url`` messages for a seed that cannot be fetched."""
+    parsed = urls.parse(seed_url)
+    if parsed is None:
+        return FetchError("invalid-url", f"SourceConfig.url is not a valid URL: {seed_url}")
+    return FetchError("invalid-url", f"unsupported URL protocol: {parsed.protocol}")

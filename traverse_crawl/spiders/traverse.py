@@ -35,7 +35,7 @@ from traverse_crawl.core import urls
 from traverse_crawl.core.attempt import SNAPSHOT
 from traverse_crawl.core.config import TraverseConfig, get_config
 from traverse_crawl.core.errors import FetchError
-from traverse_crawl.core.frontier import Admission, Frontier, Outcome, invalid_seed_error
+from traverse_crawl.core.frontier import Admission, Frontier, Outcome
 from traverse_crawl.core.links import discover_links
 from traverse_crawl.core.sourceref import build_source_ref
 from traverse_crawl.exceptions import fetch_error_from_failure
@@ -90,7 +90,7 @@ class TraverseSpider(Spider):
                 continue
             if not frontier.seed_is_valid and frontier.max_pages > 0:
                 frontier.admit()
-                outcome = Outcome({"error": invalid_seed_error(seed.url).to_dict()})
+                outcome = Outcome({"error": seedlib.invalid_seed_error(seed.url).to_dict()})
                 for out in self._finish(key, 0, outcome):
                     yield out
                 continue
