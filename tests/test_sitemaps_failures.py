@@ -148,6 +148,21 @@ async def test_a_sitemap_larger_than_download_maxsize_is_a_warning(server, crawl
 
 
 @pytest_twisted.ensureDeferred
+async def test_a_gzip_bomb_is_bounded_by_download_maxsize_once_inflated(server, crawl):
+    u = server.url
+    bomb = gzip.compress(urlset(*(u(f"/p/{i}") for i in range(2000))).encode())
+    assert len(bomb) < 20_000  # small on the wire, over 60 KB inflated
+    gz = Reply(body=bomb, content_type="application/octet-stream")
+    shop(server, listed(server, "/bomb.xml.gz", "/ok.xml"), **{"bomb.xml.gz": gz})
+    server.routes["/ok.xml"] = Reply(body=urlset(u("/orphan1.html")), content_type=XML)
+    result = await crawl(settings={**ROBOTS, "DOWNLOAD_MAXSIZE": 20_000}, url=u("/"))
+    assert [p["url"] for p in result.manifest["pages"]][3:] == [u("/orphan1.html")]
+    (warning,) = result.manifest["warnings"]
+    assert warning.startswith(f"sitemap {u('/bomb.xml.gz')}: cannot decompress the gzip body (")
+    assert "exceeded the specified maximum (20000 B)" in warning
+
+
+@pytest_twisted.ensureDeferred
 async def test_sitemaps_are_retried_and_wait_their_turn(server, crawl):
     u = server.url
     attempts: list[int] = []
