@@ -4,6 +4,7 @@
     .venv/bin/python bench/run.py politeness   # issue 3: 100 pages at TRAVERSE_MIN_DELAY=0.05
     .venv/bin/python bench/run.py replay       # issue 4: replay pages/s beside live pages/s
     .venv/bin/python bench/run.py all          # the three above, sharing one site and server
+    .venv/bin/python bench/run.py warc         # issue 14: capture with TRAVERSE_WARC_DIR vs without
     .venv/bin/python bench/run.py profile      # py-spy profiles of both spiders, hot spots
 
 Run from the repository root with the project's venv. Every crawl is a real
@@ -68,6 +69,7 @@ TARGET_SPEED_RATIO = 1.0  # traverse pages/s >= 1.0x the plain spider's (issue 2
 TARGET_MEMORY_RATIO = 1.2  # traverse peak RSS <= 1.2x the plain spider's (issue 2)
 TARGET_POLITENESS_RATIO = 1.2  # 100 pages at 0.05 s: <= 1.2x the 5 s of delays (issue 3)
 TARGET_REPLAY_RATIO = 3.0  # replay pages/s >= 3x live pages/s (issue 4)
+TARGET_WARC_RATIO = 0.85  # capture with WARC pages/s >= 0.85x capture without (issue 14)
 
 
 def python() -> str:
@@ -232,6 +234,7 @@ class Bench:
         manifests: Path,
         min_delay: float = 0.0,
         concurrency: int | None = None,
+        extra: list[str] | None = None,
     ) -> list[str]:
         return [
             python(), "-m", "scrapy", "crawl", "traverse", "-a", f"url={self.seed_url}",
@@ -244,7 +247,7 @@ class Bench:
             "-s", f"TRAVERSE_MANIFEST_DIR={manifests}",
             "-s", "LOG_LEVEL=INFO",
             *self._concurrency(concurrency),
-            *(arg for setting in self.args.set for arg in ("-s", setting)),
+            *(arg for setting in [*self.args.set, *(extra or [])] for arg in ("-s", setting)),
         ]  # fmt: skip
 
     def traverse(
@@ -256,12 +259,13 @@ class Bench:
         concurrency: int | None = None,
         store: Path | None = None,
         prefix: list[str] | None = None,
+        extra: list[str] | None = None,
     ) -> Run:
         work = self._dir(label)
         pages = self.site.pages if pages is None else pages
         store = store or work / "store"
         manifests = work / "manifests"
-        cmd = self.traverse_cmd(mode, pages, store, manifests, min_delay, concurrency)
+        cmd = self.traverse_cmd(mode, pages, store, manifests, min_delay, concurrency, extra)
         env = dict(os.environ, SCRAPY_SETTINGS_MODULE="traverse_crawl.settings")
         run = self._run(label, (prefix or []) + cmd, REPO, env, work)
         found = sorted(manifests.glob("*.json"))
@@ -577,6 +581,45 @@ def bench_replay(bench: Bench, live: dict[str, Any] | None) -> dict[str, Any]:
     }
 
 
+def bench_warc(bench: Bench) -> dict[str, Any]:
+    """Issue 14: capture with TRAVERSE_WARC_DIR beside capture without, interleaved."""
+    args = bench.args
+    pages = bench.site.pages
+    print(f"\n== warc: capture {pages} pages with and without TRAVERSE_WARC_DIR ==")
+    plain_runs: list[Run] = []
+    warc_runs: list[Run] = []
+    warc_bytes: list[int] = []
+    for i in range(args.warmup + args.runs):
+        run = bench.traverse(f"capture-{i}", mode="capture")
+        bench.check(run, pages)
+        warc_dir = bench.scratch / f"warc-{i}"
+        with_warc = bench.traverse(
+            f"capture-warc-{i}", mode="capture", extra=[f"TRAVERSE_WARC_DIR={warc_dir}"]
+        )
+        bench.check(with_warc, pages)
+        if i >= args.warmup:
+            plain_runs.append(run)
+            warc_runs.append(with_warc)
+            warc_bytes.append(sum(p.stat().st_size for p in warc_dir.glob("*.warc.gz")))
+        shutil.rmtree(warc_dir, ignore_errors=True)
+    plain, warc = summary(plain_runs), summary(warc_runs)
+    print(line("capture", plain))
+    print(line("capture + WARC", warc))
+    ratio = warc["pages_per_s"] / plain["pages_per_s"] if plain["pages_per_s"] else 0.0
+    mb = statistics.median(warc_bytes) / 2**20 if warc_bytes else 0.0
+    print(f"  WARC/no-WARC pages/s {ratio:.2f}x; WARC files {mb:.1f} MiB per capture")
+    print(f" target: >= {TARGET_WARC_RATIO}x: {verdict(ratio >= TARGET_WARC_RATIO)}")
+    return {
+        "pages": pages,
+        "capture": plain,
+        "capture_warc": warc,
+        "ratio": round(ratio, 3),
+        "warc_mb": round(mb, 1),
+        "runs": [r.to_dict() for r in plain_runs + warc_runs],
+        "target": {"ratio_min": TARGET_WARC_RATIO, "ok": ratio >= TARGET_WARC_RATIO},
+    }
+
+
 # -- profiles -----------------------------------------------------------------------
 
 
@@ -845,7 +888,7 @@ def main(argv: list[str] | None = None) -> int:
         description="traverse_crawl benchmarks",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("what", choices=["crawl", "politeness", "replay", "all", "profile"])
+    parser.add_argument("what", choices=["crawl", "politeness", "replay", "all", "profile", "warc"])
     parser.add_argument("--runs", type=int, default=3, help="measured runs per configuration")
     parser.add_argument("--warmup", type=int, default=1, help="unmeasured runs first")
     parser.add_argument("--pages", type=int, default=DEFAULT_PAGES)
@@ -914,6 +957,8 @@ def main(argv: list[str] | None = None) -> int:
             result["politeness"] = bench_politeness(bench)
         if args.what == "profile":
             result["profile"] = bench_profile(bench)
+        if args.what == "warc":
+            result["warc"] = bench_warc(bench)
         if args.what in ("replay", "all"):
             live = None
             if "crawl" in result:

@@ -107,6 +107,10 @@ TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 # extension to None also spares every process its aiohttp import.
 TELNETCONSOLE_ENABLED = False
 REMOTE_CONTROL_ENABLED = False
-EXTENSIONS = {"scrapy.extensions.remote_control.RemoteControl": None}
+EXTENSIONS = {
+    "scrapy.extensions.remote_control.RemoteControl": None,
+    # TRAVERSE_WARC_DIR: every exchange of a capture also goes to WARC files.
+    "traverse_crawl.extensions.warc.WarcWriterExtension": 500,
+}
 FEED_EXPORT_ENCODING = "utf-8"
 LOG_LEVEL = "INFO"

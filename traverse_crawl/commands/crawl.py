@@ -50,7 +50,10 @@ def check(settings: BaseSettings, spargs: dict[str, str]) -> None:
     for name, path in (
         ("TRAVERSE_MANIFEST_DIR", config.manifest_dir),
         *((("TRAVERSE_STORE", config.store),) if config.mode == "capture" else ()),
+        *((("TRAVERSE_WARC_DIR", config.warc_dir),) if config.mode == "capture" else ()),
     ):
+        if not path:
+            continue
         try:
             os.makedirs(path, exist_ok=True)
         except OSError as exc:

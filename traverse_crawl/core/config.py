@@ -170,6 +170,13 @@ def parse_text(name: str, value: Any) -> str:
     return str(value)
 
 
+def parse_size(name: str, value: Any) -> int:
+    number = parse_whole(name, value)
+    if number < 1:
+        raise ConfigError(name, f"expected a whole number of bytes >= 1, got {value!r}")
+    return number
+
+
 class Field(NamedTuple):
     setting: str
     default: Any
@@ -208,6 +215,8 @@ FIELDS: dict[str, Field] = {
     "egress_guard": Field("TRAVERSE_EGRESS_GUARD", True, parse_bool),
     "egress_allow": Field("TRAVERSE_EGRESS_ALLOW", (), parse_origins),
     "sitemaps": Field("TRAVERSE_SITEMAPS", "off", choice(get_args(SitemapMode))),
+    "warc_dir": Field("TRAVERSE_WARC_DIR", "", lambda _, value: str(value).strip()),
+    "warc_max_size": Field("TRAVERSE_WARC_MAX_SIZE", 1024**3, parse_size),
 }
 DEFAULTS: dict[str, Any] = {field.setting: field.default for field in FIELDS.values()}
 
@@ -237,6 +246,8 @@ class TraverseConfig:
     egress_guard: bool
     egress_allow: frozenset[str]
     sitemaps: SitemapMode
+    warc_dir: str
+    warc_max_size: int
 
     @classmethod
     def from_settings(cls, settings: SettingsLike) -> TraverseConfig:

@@ -1,0 +1,194 @@
+"""WARC written while capturing, checked by warcio and replayed by pywb (issue 14, CONTRACT §8)."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from typing import Any
+
+import pytest_twisted
+
+from tests.cli import REPO, crawl_args, scrapy_env
+from tests.server import Handler, Reply, Server
+from tests.warctools import pywb, replayed, warc_files, warcio_check, warcio_index
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8
+GZ_HTML = ("<p>" + "a gzip-encoded page " * 300 + "</p>").encode()
+ETAG_HTML = b"<p>validated</p>"
+
+
+def etag_page(handler: Handler) -> Reply:
+    if handler.headers.get("If-None-Match") == '"v1"':
+        return Reply(304, b"", headers={"ETag": '"v1"'}, content_type=None)
+    return Reply(body=ETAG_HTML, headers={"ETag": '"v1"'})
+
+
+def site(server: Server) -> None:
+    server.site(
+        {
+            "/home.html": """<a href="old.html">old</a> <a href="gz.html">gz</a>
+                <a href="img.png">png</a> <a href="missing.html">404</a>
+                <a href="etag.html">etag</a>""",
+            "/old.html": Reply(301, b"", headers={"Location": "/new.html"}),
+            "/new.html": "<p>new</p>",
+            "/gz.html": Reply(body=gzip.compress(GZ_HTML), headers={"Content-Encoding": "gzip"}),
+            "/img.png": Reply(body=PNG, content_type="image/png"),
+        }
+    )
+    server.routes["/etag.html"] = etag_page
+
+
+def kinds(records: list[dict[str, str]]) -> list[tuple[str, str, str]]:
+    return [
+        (r["warc-type"], r.get("warc-target-uri", ""), r.get("http:status", "")) for r in records
+    ]
+
+
+def assert_exchanges_paired(records: list[dict[str, str]]) -> None:
+    """Each request is followed by its response (or revisit), which it names."""
+    for i, record in enumerate(records):
+        if record["warc-type"] == "request":
+            answer = records[i + 1]
+            assert answer["warc-type"] in ("response", "revisit")
+            assert answer["warc-target-uri"] == record["warc-target-uri"]
+
+
+@pytest_twisted.ensureDeferred
+async def test_capture_writes_valid_warc_that_pywb_replays(server, crawl, tmp_path):
+    site(server)
+    warc_dir = tmp_path / "warc"
+    settings: dict[str, Any] = {"TRAVERSE_WARC_DIR": str(warc_dir), "TRAVERSE_REVALIDATE": True}
+    first = await crawl(settings=settings, url=server.url("/home.html"), source_id="s")
+    assert first.stats["warc/files"] == 1
+    (one,) = warc_files(warc_dir)
+    assert not list(warc_dir.glob("*.open"))
+    warcio_check(one)
+    records = warcio_index(one)
+    url = server.url
+    assert kinds(records[:6]) == [
+        ("warcinfo", "", ""),
+        ("request", url("/robots.txt"), ""),
+        ("response", url("/robots.txt"), "404"),
+        ("request", url("/home.html"), ""),
+        ("response", url("/home.html"), "200"),
+        ("metadata", url("/home.html"), ""),
+    ]
+    assert_exchanges_paired(records)
+    assert Counter(kinds(records[6:])) == Counter(
+        [
+            ("request", url("/old.html"), ""),
+            ("response", url("/old.html"), "301"),
+            ("request", url("/new.html"), ""),
+            ("response", url("/new.html"), "200"),
+            ("metadata", url("/new.html"), ""),
+            *[
+                (kind, url(path), status)
+                for path, status in (
+                    ("/gz.html", "200"),
+                    ("/img.png", "200"),
+                    ("/missing.html", "404"),
+                    ("/etag.html", "200"),
+                )
+                for kind, status in (("request", ""), ("response", status), ("metadata", ""))
+            ],
+        ]
+    )
+    # A page's metadata record comes after its last response (the redirect's target).
+    order = kinds(records)
+    assert order.index(("response", url("/new.html"), "200")) > order.index(
+        ("response", url("/old.html"), "301")
+    )
+    for path in ("/new.html", "/gz.html", "/img.png", "/missing.html", "/etag.html"):
+        final = [i for i, k in enumerate(order) if k[1] == url(path) and k[0] == "response"][-1]
+        assert order.index(("metadata", url(path), "")) > final
+
+    second = await crawl(settings=settings, url=server.url("/home.html"), source_id="s")
+    assert second.stats["warc/revisits"] == 1
+    files = warc_files(warc_dir)
+    assert len(files) == 2
+    for path in files:
+        warcio_check(path)
+    later = warcio_index(files[1])
+    (revisit,) = [r for r in later if r["warc-type"] == "revisit"]
+    assert revisit["warc-target-uri"] == url("/etag.html")
+    assert revisit["http:status"] == "304"
+    assert revisit["warc-profile"].endswith("/revisit/server-not-modified")
+
+    server.shutdown()
+    with pywb(tmp_path / "pywb", "capture", *files) as prefix:
+        assert replayed(prefix, url("/img.png")) == (200, PNG)
+        assert replayed(prefix, url("/gz.html")) == (200, GZ_HTML)
+        assert replayed(prefix, url("/new.html")) == (200, b"<p>new</p>")
+        # The latest capture is the revisit: pywb finds the original by its digest.
+        assert replayed(prefix, url("/etag.html")) == (200, ETAG_HTML)
+
+
+@pytest_twisted.ensureDeferred
+async def test_files_roll_at_the_size_limit(server, crawl, tmp_path):
+    site(server)
+    warc_dir = tmp_path / "warc"
+    result = await crawl(
+        settings={"TRAVERSE_WARC_DIR": str(warc_dir), "TRAVERSE_WARC_MAX_SIZE": 3000},
+        url=server.url("/home.html"),
+        source_id="s",
+    )
+    files = warc_files(warc_dir)
+    assert len(files) > 2
+    assert result.stats["warc/files"] == len(files)
+    assert not list(warc_dir.glob("*.open"))
+    total = 0
+    for path in files:
+        warcio_check(path)
+        records = warcio_index(path)
+        assert records[0]["warc-type"] == "warcinfo"
+        total += len(records) - 1
+        # A file is closed once it passes the limit: only its last write crosses it.
+        assert path.stat().st_size < 3000 + 2 * len(PNG)
+    assert total == result.stats["warc/records"]
+    assert_exchanges_paired(
+        [r for path in files for r in warcio_index(path) if r["warc-type"] != "warcinfo"]
+    )
+
+
+def test_sigterm_mid_capture_leaves_only_closed_valid_files(server, tmp_path):
+    pages = 300
+    filler = "<p>" + "lorem ipsum " * 2000 + "</p>"
+    server.site({"/home.html": "".join(f'<a href="p{i}.html">{i}</a>' for i in range(pages))})
+    server.site(
+        {f"/p{i}.html": Reply(body=f"<h1>{i}</h1>{filler}", delay=0.02) for i in range(pages)}
+    )
+    warc_dir = tmp_path / "warc"
+    command = [
+        sys.executable, "-m", "scrapy", "crawl", "traverse",
+        "-a", f"url={server.url('/home.html')}", "-a", "source_id=big",
+        "-s", f"TRAVERSE_MAX_PAGES={pages + 1}", "-s", "TRAVERSE_MAX_DEPTH=1",
+        "-s", f"TRAVERSE_WARC_DIR={warc_dir}", "-s", "TRAVERSE_WARC_MAX_SIZE=200000",
+        *crawl_args(tmp_path, server.origin),
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        command, cwd=REPO, env=scrapy_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while len(warc_files(warc_dir)) < 2:
+            assert proc.poll() is None, proc.stderr.read().decode()[-2000:] if proc.stderr else ""
+            assert time.monotonic() < deadline, "the capture never got going"
+            time.sleep(0.01)
+        os.kill(proc.pid, signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert "shutdown" in stderr.decode().lower()
+    assert server.count("/home.html") == 1 and len(server.paths()) < pages + 2
+    assert not list(warc_dir.glob("*.open"))
+    files = warc_files(warc_dir)
+    assert len(files) >= 3
+    for path in files:
+        warcio_check(path)

@@ -1,0 +1,103 @@
+"""The web-archiving tools themselves, as a user runs them: warcio's CLI, pywb.
+
+pywb is GPL-3.0 and pins old versions of several packages, so it lives in a
+venv of its own (``.venv-pywb``, made by ``.ci/run``; requirements-dev.txt says
+why) and is only ever run as a subprocess: ``wb-manager`` to build a
+collection, ``wayback`` to serve it on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+# Beside the venv running the tests (``.ci/run`` makes both in the clone; a
+# worktree whose .venv links to a shared one finds the shared .venv-pywb).
+PYWB_BIN = Path(sys.prefix).resolve().parent / ".venv-pywb" / "bin"
+WARCIO = Path(sys.executable).parent / "warcio"
+
+
+def run(*args: str | Path, cwd: Path | None = None, timeout: float = 120) -> str:
+    done = subprocess.run(
+        [str(a) for a in args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert done.returncode == 0, f"{args} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def warcio_check(path: Path) -> str:
+    return run(WARCIO, "check", "-v", path)
+
+
+def warcio_index(path: Path) -> list[dict[str, str]]:
+    fields = "warc-type,warc-target-uri,http:status,warc-profile,warc-concurrent-to,offset"
+    out = run(WARCIO, "index", "-f", fields, path)
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def warc_files(directory: Path) -> list[Path]:
+    return sorted(directory.glob("*.warc.gz"))
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def pywb(root: Path, collection: str, *archives: Path, unpack_wacz: bool = False) -> Iterator[str]:
+    """A pywb collection of ``archives`` served on 127.0.0.1; yields the replay prefix."""
+    root.mkdir(parents=True, exist_ok=True)
+    run(PYWB_BIN / "wb-manager", "init", collection, cwd=root)
+    extra = ["--unpack-wacz"] if unpack_wacz else []
+    run(PYWB_BIN / "wb-manager", "add", *extra, collection, *archives, cwd=root)
+    port = _free_port()
+    process = subprocess.Popen(
+        [str(PYWB_BIN / "wayback"), "--bind", "127.0.0.1", "-p", str(port)],
+        cwd=root,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    prefix = f"http://127.0.0.1:{port}/{collection}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).read()
+                break
+            except (urllib.error.URLError, ConnectionError):
+                assert process.poll() is None, "wayback exited"
+                assert time.monotonic() < deadline, "wayback did not start"
+                time.sleep(0.2)
+        yield prefix
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def replayed(prefix: str, url: str) -> tuple[int, bytes]:
+    """pywb's ``id_`` replay of ``url``: the archived payload, not rewritten, decoded."""
+    request = urllib.request.Request(f"{prefix}/id_/{url}")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            body = response.read()
+            if response.headers.get("Content-Encoding") == "gzip":
+                body = gzip.decompress(body)
+            return response.status, body
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()

@@ -1,0 +1,188 @@
+"""Write every HTTP exchange of a capture to WARC files (CONTRACT §8).
+
+Enabled in ``capture`` mode when ``TRAVERSE_WARC_DIR`` is set; files roll at
+``TRAVERSE_WARC_MAX_SIZE`` bytes (``core.warc``). The records come from
+Scrapy's ``response_downloaded`` signal, sent by the downloader as soon as a
+download handler returns and before any downloader middleware's
+``process_response``: the body is the payload as received (HTTP/1.1 chunking
+removed by Twisted, ``Content-Encoding`` not yet decoded by
+HttpCompressionMiddleware), and the request is the one the handler sent. So
+every request that got a response is written, robots.txt, redirect hops and
+retries included:
+
+- a ``request`` record (``WARC-Concurrent-To`` its response) and a ``response``
+  record; a download cut short (robots.txt past 500 KiB) is ``WARC-Truncated``;
+- a 304 to a conditional GET that carried the stored snapshot's validators is a
+  ``revisit`` record (profile server-not-modified) referring to the earlier
+  capture's response (``core.warcdigests``);
+- a rendered page (flag ``playwright``) is the response the browser received
+  for the page's own navigation (meta ``traverse_warc_navigation``, set by the
+  page guard), not the serialised DOM;
+- after each page's last response, once its item has passed the pipelines, a
+  ``metadata`` record with the page id, ``sourceRef``, SHA-256 ``bodyHash``,
+  ``fetchedAt`` and content type (or the error kind).
+
+Files are closed and renamed when the spider closes, also after a SIGTERM
+(Scrapy's graceful shutdown). A write that fails (disk full) is logged once,
+counted, and never stops the crawl.
+
+Meta keys: ``traverse_page_id``, ``traverse_revalidate_sent``,
+``traverse_revalidate_prior`` (read), ``traverse_warc_navigation`` (read).
+Stats: ``warc/records``, ``warc/responses``, ``warc/revisits``,
+``warc/metadata``, ``warc/files``, ``warc/write_failed``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from scrapy import Request, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
+from warcio.recordloader import ArcWarcRecord
+
+from traverse_crawl import __version__
+from traverse_crawl.config import get_config
+from traverse_crawl.core import warc
+from traverse_crawl.core.sourceref import build_source_ref
+from traverse_crawl.core.warcdigests import DigestIndex
+from traverse_crawl.downloadermiddlewares.revalidate import PRIOR, SENT
+
+logger = logging.getLogger(__name__)
+
+NAVIGATION = "traverse_warc_navigation"
+# The warcinfo record names the settings that decide what a crawl fetches.
+_INFO_SETTINGS = (
+    "TRAVERSE_MAX_PAGES",
+    "TRAVERSE_MAX_DEPTH",
+    "TRAVERSE_MIN_DELAY",
+    "TRAVERSE_ROBOTS_POLICY",
+    "TRAVERSE_REVALIDATE",
+    "TRAVERSE_RENDER",
+    "ROBOTSTXT_OBEY",
+    "USER_AGENT",
+)
+
+
+def _headers(headers: Any) -> warc.Headers:
+    """Scrapy's Headers as (name, value) pairs, in Scrapy's order and casing."""
+    return [
+        (name.decode("latin-1"), value.decode("latin-1"))
+        for name, values in headers.items()
+        for value in values
+    ]
+
+
+class WarcWriterExtension:
+    def __init__(self, crawler: Crawler) -> None:
+        config = get_config(crawler)
+        if config.mode != "capture" or not config.warc_dir:
+            raise NotConfigured
+        self.crawler = crawler
+        info = {name: crawler.settings.get(name) for name in _INFO_SETTINGS}
+        software = f"traverse_crawl/{__version__} (Scrapy, warcio)"
+        self.files = warc.RollingWarcFiles(
+            config.warc_dir, "traverse", config.warc_max_size, warc.info_fields(software, info)
+        )
+        self.digests = DigestIndex(config.warc_dir)
+        self.last_response: dict[str, tuple[warc.Written, bool]] = {}
+        self.failures = 0
+        crawler.signals.connect(self.response_downloaded, signal=signals.response_downloaded)
+        crawler.signals.connect(self.item_scraped, signal=signals.item_scraped)
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+        logger.info("writing WARC files to %s", config.warc_dir)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> WarcWriterExtension:
+        return cls(crawler)
+
+    # -- exchanges -----------------------------------------------------------
+
+    def response_downloaded(self, response: Response, request: Request, **_: Any) -> None:
+        date = warc.warc_date()
+        meta = request.meta
+        status, headers, body = response.status, _headers(response.headers), response.body
+        url = response.url
+        if "playwright" in response.flags:
+            navigation = meta.get(NAVIGATION)
+            if not navigation:
+                return  # nothing the browser received for the page itself to write
+            status, headers, body = navigation["status"], navigation["headers"], navigation["body"]
+            url = navigation.get("url", url)
+        protocol = getattr(response, "protocol", None) or "HTTP/1.1"
+        prior = meta.get(PRIOR)
+        if status == 304 and prior is not None and meta.get(SENT) == request.url:
+            earlier = self.digests.earlier(build_source_ref(prior), prior)
+            record = warc.revisit_record(url, status, protocol, headers, date, earlier)
+            self._inc("warc/revisits")
+        else:
+            record = warc.response_record(url, status, protocol, headers, body, date)
+            if {"download_stopped", "dataloss"} & set(response.flags):
+                record.rec_headers.add_header("WARC-Truncated", "length")
+            self._inc("warc/responses")
+        sent = warc.request_record(
+            url,
+            request.method,
+            _headers(request.headers),
+            request.body,
+            date,
+            warc.record_id(record),
+        )
+        if self._write(sent, record):
+            page_id = meta.get("traverse_page_id")
+            if isinstance(page_id, str):
+                self.last_response[page_id] = (warc.written(record), record.rec_type == "response")
+
+    def item_scraped(self, item: Any, **_: Any) -> None:
+        page_id = item.get("id") if isinstance(item, dict) else None
+        if not isinstance(page_id, str) or page_id not in self.last_response:
+            return
+        response, is_response = self.last_response.pop(page_id)
+        fetch = item.get("fetch") or {}
+        snapshot = fetch.get("snapshot") or {}
+        source_ref = item.get("sourceRef") or ""
+        fields = {
+            "pageId": page_id,
+            "sourceRef": source_ref,
+            "bodyHash": snapshot.get("bodyHash") and f"sha256:{snapshot['bodyHash']}",
+            "fetchedAt": snapshot.get("fetchedAt"),
+            "contentType": snapshot.get("contentType"),
+            "error": (fetch.get("error") or {}).get("kind"),
+        }
+        record = warc.metadata_record(response.url, fields, warc.warc_date(), response.record_id)
+        if self._write(record):
+            self._inc("warc/metadata")
+            if source_ref and is_response:
+                self.digests.add(source_ref, response)
+
+    def _write(self, *records: ArcWarcRecord) -> bool:
+        before = len(self.files.closed_files)
+        try:
+            self.files.write(*records)
+        except Exception as exc:  # the I/O edge: the crawl goes on without this record
+            self.failures += 1
+            log = logger.warning if self.failures == 1 else logger.debug
+            log("WARC write to %s failed: %s", self.files.directory, exc)
+            self._inc("warc/write_failed")
+            return False
+        self._inc("warc/records", len(records))
+        self._inc("warc/files", len(self.files.closed_files) - before)
+        return True
+
+    def spider_closed(self, **_: Any) -> None:
+        before = len(self.files.closed_files)
+        try:
+            self.files.close()
+        except OSError as exc:
+            logger.warning("WARC file %s could not be closed: %s", self.files.path, exc)
+        self.digests.close()
+        self._inc("warc/files", len(self.files.closed_files) - before)
+        logger.info(
+            "WARC: %d file(s) written to %s", len(self.files.closed_files), self.files.directory
+        )
+
+    def _inc(self, key: str, count: int = 1) -> None:
+        if self.crawler.stats is not None and count:
+            self.crawler.stats.inc_value(key, count)
