@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -90,9 +91,9 @@ def pywb(root: Path, collection: str, *archives: Path, unpack_wacz: bool = False
         process.wait(timeout=30)
 
 
-def replayed(prefix: str, url: str) -> tuple[int, bytes]:
+def replayed(prefix: str, url: str, timestamp: str = "") -> tuple[int, bytes]:
     """pywb's ``id_`` replay of ``url``: the archived payload, not rewritten, decoded."""
-    request = urllib.request.Request(f"{prefix}/id_/{url}")
+    request = urllib.request.Request(f"{prefix}/{timestamp}id_/{url}")
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             body = response.read()
@@ -101,3 +102,10 @@ def replayed(prefix: str, url: str) -> tuple[int, bytes]:
             return response.status, body
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read()
+
+
+def pywb_cdx(prefix: str, url: str) -> list[dict[str, str]]:
+    """pywb's own CDX API for ``url``, with revisits resolved to their originals."""
+    query = urllib.parse.urlencode({"url": url, "output": "json", "resolveRevisits": "true"})
+    with urllib.request.urlopen(f"{prefix}/cdx?{query}", timeout=30) as response:
+        return [json.loads(line) for line in response.read().decode().splitlines() if line]

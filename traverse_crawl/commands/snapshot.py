@@ -22,16 +22,9 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from traverse_crawl.commands.common import metadata, open_store, printable, run_safely, write_text
-from traverse_crawl.core.snapshot import Snapshot
+from traverse_crawl.core.snapshot import body_bytes
 from traverse_crawl.core.sourceref import parse_source_ref
 from traverse_crawl.exceptions import CommandFailed
-
-
-def body_bytes(snapshot: Snapshot) -> bytes:
-    if snapshot.get("bodyBytes") is not None:
-        return bytes(snapshot["bodyBytes"])
-    text: str = snapshot["body"]
-    return text.encode("utf-8", "surrogatepass")
 
 
 class Command(ScrapyCommand):

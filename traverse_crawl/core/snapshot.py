@@ -20,6 +20,16 @@ BINARY_TYPES: frozenset[str] = frozenset({"pdf", "png", "jpeg"})
 
 Snapshot = dict[str, Any]
 
+# A Content-Type that resolves back to each stored kind (SPEC §9): replay's
+# responses and exported WARC records carry it.
+MEDIA_TYPES: dict[str, str] = {
+    "html": "text/html; charset=utf-8",
+    "text": "text/plain; charset=utf-8",
+    "pdf": "application/pdf",
+    "png": "image/png",
+    "jpeg": "image/jpeg",
+}
+
 # Fields the manifest carries; bodies live in the store (CONTRACT §3).
 _MANIFEST_FIELDS = (
     "sourceId",
@@ -116,6 +126,14 @@ def build_snapshot(
 def manifest_view(snapshot: Snapshot) -> Snapshot:
     """The snapshot as the manifest shows it: every field but the body."""
     return {key: snapshot[key] for key in _MANIFEST_FIELDS if key in snapshot}
+
+
+def body_bytes(snapshot: Snapshot) -> bytes:
+    """The body as bytes: raw for pdf/png/jpeg, the text as UTF-8 otherwise."""
+    if snapshot.get("bodyBytes") is not None:
+        return bytes(snapshot["bodyBytes"])
+    text: str = snapshot["body"]
+    return text.encode("utf-8", "surrogatepass")
 
 
 def with_flags(snapshot: Snapshot, **flags: bool) -> Snapshot:

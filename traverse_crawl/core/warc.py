@@ -159,11 +159,17 @@ def record_id(record: ArcWarcRecord) -> str:
 
 
 def serialize(record: ArcWarcRecord, level: int = GZIP_LEVEL) -> bytes:
-    """One record as one gzip member: warcio writes it, zlib compresses it."""
+    """One record as one gzip member: warcio writes it, zlib compresses it.
+
+    The window and hash table are sized to the record: zlib's full-size state
+    costs more to set up than compressing a request record does.
+    """
     plain = BytesIO()
     WARCWriter(plain, gzip=False).write_record(record)
-    compressor = zlib.compressobj(level, zlib.DEFLATED, zlib.MAX_WBITS + 16)
-    return compressor.compress(plain.getvalue()) + compressor.flush()
+    data = plain.getvalue()
+    window = min(zlib.MAX_WBITS, max(9, (len(data) - 1).bit_length()))
+    compressor = zlib.compressobj(level, zlib.DEFLATED, window + 16, max(1, min(8, window - 7)))
+    return compressor.compress(data) + compressor.flush()
 
 
 def written(record: ArcWarcRecord) -> Written:

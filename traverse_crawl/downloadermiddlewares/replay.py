@@ -39,7 +39,7 @@ from scrapy.http import HtmlResponse, Response, TextResponse
 from traverse_crawl.core.attempt import SNAPSHOT
 from traverse_crawl.core.config import get_config
 from traverse_crawl.core.errors import FetchError
-from traverse_crawl.core.snapshot import BINARY_TYPES, Snapshot, with_flags
+from traverse_crawl.core.snapshot import BINARY_TYPES, MEDIA_TYPES, Snapshot, with_flags
 from traverse_crawl.core.store import FilesystemSnapshotStore
 from traverse_crawl.exceptions import PageFailed
 from traverse_crawl.stats import inc
@@ -48,13 +48,7 @@ logger = logging.getLogger(__name__)
 
 # A Content-Type that resolves back to the stored type (SPEC §9), for callbacks
 # that look at the Response rather than at the snapshot.
-_CONTENT_TYPES = {
-    "html": "text/html; charset=utf-8",
-    "text": "text/plain; charset=utf-8",
-    "pdf": "application/pdf",
-    "png": "image/png",
-    "jpeg": "image/jpeg",
-}
+_CONTENT_TYPES = MEDIA_TYPES
 
 
 class ReplayMiddleware:

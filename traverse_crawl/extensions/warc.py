@@ -20,9 +20,12 @@ retries included:
   page guard), not the serialised DOM;
 - after each page's last response, once its item has passed the pipelines, a
   ``metadata`` record with the page id, ``sourceRef``, SHA-256 ``bodyHash``,
-  ``fetchedAt`` and content type (or the error kind).
+  ``fetchedAt``, content type, status, redirects, validators (or the error
+  kind): the fields ``scrapy warc import`` restores.
 
-Files are closed and renamed when the spider closes, also after a SIGTERM
+Records are built in the reactor thread (ids, dates, payload digests) and
+serialised, compressed and appended by one writer thread, in order. Files are
+closed and renamed when the spider closes, also after a SIGTERM
 (Scrapy's graceful shutdown). A write that fails (disk full) is logged once,
 counted, and never stops the crawl.
 
@@ -35,6 +38,7 @@ Stats: ``warc/records``, ``warc/responses``, ``warc/revisits``,
 from __future__ import annotations
 
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from scrapy import Request, signals
@@ -48,6 +52,7 @@ from traverse_crawl.config import get_config
 from traverse_crawl.core import warc
 from traverse_crawl.core.sourceref import build_source_ref
 from traverse_crawl.core.warcdigests import DigestIndex
+from traverse_crawl.core.warcexport import metadata_fields
 from traverse_crawl.downloadermiddlewares.revalidate import PRIOR, SENT
 
 logger = logging.getLogger(__name__)
@@ -89,6 +94,9 @@ class WarcWriterExtension:
         self.digests = DigestIndex(config.warc_dir)
         self.last_response: dict[str, tuple[warc.Written, bool]] = {}
         self.failures = 0
+        # One writer thread keeps the records in order; zlib and hashlib release
+        # the GIL, so compression overlaps the crawl (docs/performance.md).
+        self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="warc-writer")
         crawler.signals.connect(self.response_downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(self.item_scraped, signal=signals.item_scraped)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
@@ -130,10 +138,10 @@ class WarcWriterExtension:
             date,
             warc.record_id(record),
         )
-        if self._write(sent, record):
-            page_id = meta.get("traverse_page_id")
-            if isinstance(page_id, str):
-                self.last_response[page_id] = (warc.written(record), record.rec_type == "response")
+        self._write(sent, record)
+        page_id = meta.get("traverse_page_id")
+        if isinstance(page_id, str):
+            self.last_response[page_id] = (warc.written(record), record.rec_type == "response")
 
     def item_scraped(self, item: Any, **_: Any) -> None:
         page_id = item.get("id") if isinstance(item, dict) else None
@@ -141,23 +149,24 @@ class WarcWriterExtension:
             return
         response, is_response = self.last_response.pop(page_id)
         fetch = item.get("fetch") or {}
-        snapshot = fetch.get("snapshot") or {}
         source_ref = item.get("sourceRef") or ""
-        fields = {
-            "pageId": page_id,
-            "sourceRef": source_ref,
-            "bodyHash": snapshot.get("bodyHash") and f"sha256:{snapshot['bodyHash']}",
-            "fetchedAt": snapshot.get("fetchedAt"),
-            "contentType": snapshot.get("contentType"),
-            "error": (fetch.get("error") or {}).get("kind"),
-        }
+        fields: dict[str, Any] = {"pageId": page_id}
+        if fetch.get("snapshot") and source_ref:
+            fields = metadata_fields(fetch["snapshot"], source_ref)
+            fields["pageId"] = page_id  # the page's id; a 304's prior may be another hop's
+        else:
+            fields["error"] = (fetch.get("error") or {}).get("kind")
         record = warc.metadata_record(response.url, fields, warc.warc_date(), response.record_id)
-        if self._write(record):
-            self._inc("warc/metadata")
-            if source_ref and is_response:
-                self.digests.add(source_ref, response)
+        self._inc("warc/metadata")
+        self._write(record)
+        if source_ref and is_response:
+            self.writer.submit(self.digests.add, source_ref, response)
 
-    def _write(self, *records: ArcWarcRecord) -> bool:
+    def _write(self, *records: ArcWarcRecord) -> None:
+        """Serialise, compress and append in the writer thread, in call order."""
+        self.writer.submit(self._write_now, *records)
+
+    def _write_now(self, *records: ArcWarcRecord) -> bool:
         before = len(self.files.closed_files)
         try:
             self.files.write(*records)
@@ -172,6 +181,7 @@ class WarcWriterExtension:
         return True
 
     def spider_closed(self, **_: Any) -> None:
+        self.writer.shutdown(wait=True)
         before = len(self.files.closed_files)
         try:
             self.files.close()
