@@ -48,12 +48,13 @@ from scrapy.http import Response
 from warcio.recordloader import ArcWarcRecord
 
 from traverse_crawl import __version__
-from traverse_crawl.config import get_config
 from traverse_crawl.core import warc
+from traverse_crawl.core.config import get_config
 from traverse_crawl.core.sourceref import build_source_ref
 from traverse_crawl.core.warcdigests import DigestIndex
 from traverse_crawl.core.warcexport import metadata_fields
 from traverse_crawl.downloadermiddlewares.revalidate import PRIOR, SENT
+from traverse_crawl.stats import inc
 
 logger = logging.getLogger(__name__)
 
@@ -194,5 +195,5 @@ class WarcWriterExtension:
         )
 
     def _inc(self, key: str, count: int = 1) -> None:
-        if self.crawler.stats is not None and count:
-            self.crawler.stats.inc_value(key, count)
+        if count:
+            inc(self.crawler.stats, key, count)
