@@ -12,6 +12,7 @@ from collections import Counter
 from typing import Any
 
 import pytest_twisted
+from warcio.archiveiterator import ArchiveIterator
 
 from tests.cli import REPO, crawl_args, scrapy_env
 from tests.server import Handler, Reply, Server
@@ -200,3 +201,37 @@ def test_sigterm_mid_capture_leaves_only_closed_valid_files(server, tmp_path):
     assert len(files) >= 3
     for path in files:
         warcio_check(path)
+
+
+APP = (
+    b"<html><body><p id='x'>served</p>"
+    b"<script>document.getElementById('x').textContent = 'rendered';</script></body></html>"
+)
+
+
+@pytest_twisted.ensureDeferred
+async def test_rendered_page_is_written_as_the_navigation_response(server, crawl, tmp_path):
+    server.site({"/app.html": Reply(body=gzip.compress(APP), headers={"Content-Encoding": "gzip"})})
+    warc_dir = tmp_path / "warc"
+    result = await crawl(
+        settings={"TRAVERSE_WARC_DIR": str(warc_dir), "TRAVERSE_RENDER": "always"},
+        url=server.url("/app.html"),
+    )
+    assert result.stats["render/rendered"] == 1
+    (path,) = warc_files(warc_dir)
+    warcio_check(path)
+    with path.open("rb") as handle:
+        responses = [
+            (record.http_headers, record.content_stream().read())
+            for record in ArchiveIterator(handle)
+            if record.rec_type == "response"
+            and record.rec_headers.get_header("WARC-Target-URI") == server.url("/app.html")
+        ]
+    # The document as Chromium received it (Playwright hands it over decoded,
+    # so no Content-Encoding is claimed), not the serialised DOM.
+    ((headers, payload),) = responses
+    assert headers.get_statuscode() == "200"
+    assert payload == APP
+    assert headers.get_header("Content-Encoding") is None
+    (stored,) = (tmp_path / "store").rglob("*.json")
+    assert "rendered</p>" in stored.read_text(encoding="utf-8")

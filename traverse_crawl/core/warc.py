@@ -37,6 +37,10 @@ GZIP_LEVEL = 1
 OPEN_SUFFIX = ".open"
 SERVER_NOT_MODIFIED = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 Headers = list[tuple[str, str]]
+# Meta key: a rendered page's navigation response as Chromium received it.
+NAVIGATION = "traverse_warc_navigation"
+# Playwright hands the body over decoded: headers about the encoding would lie.
+_DECODED_AWAY = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
 # One builder for record ids, dates and digests (warcio's RecordBuilder).
 BUILDER = RecordBuilder(warc_version="1.1")
@@ -60,6 +64,12 @@ def reason_phrase(status: int) -> str:
         return HTTPStatus(status).phrase
     except ValueError:
         return ""
+
+
+def navigation_record(url: str, status: int, headers: Any, body: bytes) -> dict[str, Any]:
+    """What the WARC writer needs of a rendered page's navigation response."""
+    kept = [(h["name"], h["value"]) for h in headers if h["name"].lower() not in _DECODED_AWAY]
+    return {"url": url, "status": status, "headers": kept, "body": body}
 
 
 @dataclass(frozen=True)

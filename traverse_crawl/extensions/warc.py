@@ -58,7 +58,6 @@ from traverse_crawl.stats import inc
 
 logger = logging.getLogger(__name__)
 
-NAVIGATION = "traverse_warc_navigation"
 # The warcinfo record names the settings that decide what a crawl fetches.
 _INFO_SETTINGS = (
     "TRAVERSE_MAX_PAGES",
@@ -115,7 +114,7 @@ class WarcWriterExtension:
         status, headers, body = response.status, _headers(response.headers), response.body
         url = response.url
         if "playwright" in response.flags:
-            navigation = meta.get(NAVIGATION)
+            navigation = meta.get(warc.NAVIGATION)
             if not navigation:
                 return  # nothing the browser received for the page itself to write
             status, headers, body = navigation["status"], navigation["headers"], navigation["body"]

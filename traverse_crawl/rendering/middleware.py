@@ -117,6 +117,7 @@ class RenderMiddleware:
             wait_for=config.render_wait_for,
             stats=crawler.stats,
             abort_request=load_object(abort) if abort else None,
+            keep_navigation=config.mode == "capture" and bool(config.warc_dir),
         )
         self.guard.register()
         # Retries count as set when the user set them, above the project default.

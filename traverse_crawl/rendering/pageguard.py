@@ -61,6 +61,7 @@ from traverse_crawl.core.attempt import CONDITIONAL_HEADERS
 from traverse_crawl.core.errors import FetchError
 from traverse_crawl.core.render import DENIED, FAILED, GUARD_KEY, HANDOFF
 from traverse_crawl.core.snapshot import resolve_content_type
+from traverse_crawl.core.warc import NAVIGATION, navigation_record
 from traverse_crawl.rendering.settle import PageState, settle_page
 from traverse_crawl.stats import Stats, inc
 
@@ -97,8 +98,10 @@ class PageGuard:
         wait_for: str,
         stats: Stats | None,
         abort_request: Callable[[BrowserRequest], bool | Awaitable[bool]] | None = None,
+        keep_navigation: bool = False,
     ) -> None:
         self.key = key
+        self.keep_navigation = keep_navigation  # for the WARC writer (extensions/warc.py)
         self.egress_guard = egress_guard
         self.allow = allow
         self.timeout = timeout
@@ -212,6 +215,10 @@ class PageGuard:
         response = await route.fetch(headers=headers, max_redirects=0, timeout=state.remaining_ms())
         content_type = response.headers.get("content-type")
         if 200 <= response.status < 300 and resolve_content_type(content_type) == "html":
+            if self.keep_navigation:
+                state.meta[NAVIGATION] = navigation_record(
+                    response.url, response.status, response.headers_array, await response.body()
+                )
             await route.fulfill(response=response)
             return
         state.meta[HANDOFF] = {
