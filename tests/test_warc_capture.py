@@ -204,14 +204,20 @@ def test_sigterm_mid_capture_leaves_only_closed_valid_files(server, tmp_path):
 
 
 APP = (
-    b"<html><body><p id='x'>served</p>"
+    b"<html><body><p id='x'>served</p><a href='paper.pdf'>paper</a>"
     b"<script>document.getElementById('x').textContent = 'rendered';</script></body></html>"
 )
+PDF = b"%PDF-1.4\n" + bytes(range(256))
 
 
 @pytest_twisted.ensureDeferred
 async def test_rendered_page_is_written_as_the_navigation_response(server, crawl, tmp_path):
-    server.site({"/app.html": Reply(body=gzip.compress(APP), headers={"Content-Encoding": "gzip"})})
+    server.site(
+        {
+            "/app.html": Reply(body=gzip.compress(APP), headers={"Content-Encoding": "gzip"}),
+            "/paper.pdf": Reply(body=PDF, content_type="application/pdf"),
+        }
+    )
     warc_dir = tmp_path / "warc"
     result = await crawl(
         settings={"TRAVERSE_WARC_DIR": str(warc_dir), "TRAVERSE_RENDER": "always"},
@@ -221,17 +227,22 @@ async def test_rendered_page_is_written_as_the_navigation_response(server, crawl
     (path,) = warc_files(warc_dir)
     warcio_check(path)
     with path.open("rb") as handle:
-        responses = [
-            (record.http_headers, record.content_stream().read())
+        responses = {
+            record.rec_headers.get_header("WARC-Target-URI"): (
+                record.http_headers,
+                record.content_stream().read(),
+            )
             for record in ArchiveIterator(handle)
             if record.rec_type == "response"
-            and record.rec_headers.get_header("WARC-Target-URI") == server.url("/app.html")
-        ]
+        }
     # The document as Chromium received it (Playwright hands it over decoded,
     # so no Content-Encoding is claimed), not the serialised DOM.
-    ((headers, payload),) = responses
+    headers, payload = responses[server.url("/app.html")]
     assert headers.get_statuscode() == "200"
     assert payload == APP
     assert headers.get_header("Content-Encoding") is None
-    (stored,) = (tmp_path / "store").rglob("*.json")
-    assert "rendered</p>" in stored.read_text(encoding="utf-8")
+    assert any("rendered</p>" in p.read_text() for p in (tmp_path / "store").rglob("*.json"))
+    # A navigation handed back unrendered (a PDF) is written too, once.
+    headers, payload = responses[server.url("/paper.pdf")]
+    assert (headers.get_statuscode(), payload) == ("200", PDF)
+    assert result.stats["warc/responses"] == 3  # robots.txt, the page, the PDF

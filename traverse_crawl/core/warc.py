@@ -66,9 +66,9 @@ def reason_phrase(status: int) -> str:
         return ""
 
 
-def navigation_record(url: str, status: int, headers: Any, body: bytes) -> dict[str, Any]:
+def navigation_record(url: str, status: int, headers: Headers, body: bytes) -> dict[str, Any]:
     """What the WARC writer needs of a rendered page's navigation response."""
-    kept = [(h["name"], h["value"]) for h in headers if h["name"].lower() not in _DECODED_AWAY]
+    kept = [(name, value) for name, value in headers if name.lower() not in _DECODED_AWAY]
     return {"url": url, "status": status, "headers": kept, "body": body}
 
 

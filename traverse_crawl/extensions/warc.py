@@ -17,7 +17,9 @@ retries included:
   capture's response (``core.warcdigests``);
 - a rendered page (flag ``playwright``) is the response the browser received
   for the page's own navigation (meta ``traverse_warc_navigation``, set by the
-  page guard), not the serialised DOM;
+  page guard), not the serialised DOM; a navigation handed back to Scrapy
+  unrendered (a redirect, an error status, a PDF) is written from the same
+  meta key when the ``response_received`` signal brings it;
 - after each page's last response, once its item has passed the pipelines, a
   ``metadata`` record with the page id, ``sourceRef``, SHA-256 ``bodyHash``,
   ``fetchedAt``, content type, status, redirects, validators (or the error
@@ -98,6 +100,7 @@ class WarcWriterExtension:
         # the GIL, so compression overlaps the crawl (docs/performance.md).
         self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="warc-writer")
         crawler.signals.connect(self.response_downloaded, signal=signals.response_downloaded)
+        crawler.signals.connect(self.response_received, signal=signals.response_received)
         crawler.signals.connect(self.item_scraped, signal=signals.item_scraped)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
         logger.info("writing WARC files to %s", config.warc_dir)
@@ -114,7 +117,7 @@ class WarcWriterExtension:
         status, headers, body = response.status, _headers(response.headers), response.body
         url = response.url
         if "playwright" in response.flags:
-            navigation = meta.get(warc.NAVIGATION)
+            navigation = meta.pop(warc.NAVIGATION, None)
             if not navigation:
                 return  # nothing the browser received for the page itself to write
             status, headers, body = navigation["status"], navigation["headers"], navigation["body"]
@@ -142,6 +145,14 @@ class WarcWriterExtension:
         page_id = meta.get("traverse_page_id")
         if isinstance(page_id, str):
             self.last_response[page_id] = (warc.written(record), record.rec_type == "response")
+
+    def response_received(self, response: Response, request: Request, **kwargs: Any) -> None:
+        """A navigation Chromium received but did not render (a redirect, an error
+        status, a PDF): handed back to Scrapy by the render middleware, never
+        downloaded by Scrapy, so ``response_downloaded`` did not see it."""
+        if warc.NAVIGATION in request.meta and "playwright" not in response.flags:
+            flagged = response.replace(flags=[*response.flags, "playwright"])
+            self.response_downloaded(flagged, request, **kwargs)
 
     def item_scraped(self, item: Any, **_: Any) -> None:
         page_id = item.get("id") if isinstance(item, dict) else None

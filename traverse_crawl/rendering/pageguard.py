@@ -214,17 +214,17 @@ class PageGuard:
         headers = {k: v for k, v in (await request.all_headers()).items() if k not in _HOP_HEADERS}
         response = await route.fetch(headers=headers, max_redirects=0, timeout=state.remaining_ms())
         content_type = response.headers.get("content-type")
+        pairs = [(h["name"], h["value"]) for h in response.headers_array]
+        if self.keep_navigation:  # rendered or handed back, the WARC writer's record
+            body = await response.body()
+            state.meta[NAVIGATION] = navigation_record(response.url, response.status, pairs, body)
         if 200 <= response.status < 300 and resolve_content_type(content_type) == "html":
-            if self.keep_navigation:
-                state.meta[NAVIGATION] = navigation_record(
-                    response.url, response.status, response.headers_array, await response.body()
-                )
             await route.fulfill(response=response)
             return
         state.meta[HANDOFF] = {
             "url": response.url,
             "status": response.status,
-            "headers": [(h["name"], h["value"]) for h in response.headers_array],
+            "headers": pairs,
             "body": await response.body(),
         }
         await response.dispose()
