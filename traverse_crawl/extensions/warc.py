@@ -51,11 +51,12 @@ from warcio.recordloader import ArcWarcRecord
 
 from traverse_crawl import __version__
 from traverse_crawl.core import warc
+from traverse_crawl.core.attempt import REVALIDATE_SENT as SENT
 from traverse_crawl.core.config import get_config
 from traverse_crawl.core.sourceref import build_source_ref
 from traverse_crawl.core.warcdigests import DigestIndex
 from traverse_crawl.core.warcexport import metadata_fields
-from traverse_crawl.downloadermiddlewares.revalidate import PRIOR, SENT
+from traverse_crawl.downloadermiddlewares.revalidate import PRIOR
 from traverse_crawl.stats import inc
 
 logger = logging.getLogger(__name__)
