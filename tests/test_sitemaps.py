@@ -255,3 +255,21 @@ async def test_sitemap_urls_count_against_max_pages_and_depth_zero_reads_none(se
     assert [p["url"] for p in flat.manifest["pages"]] == [u("/")]
     assert flat.manifest["truncated"] is False
     assert server.count("/sitemap.xml") == 1  # only by the first crawl
+
+
+@pytest_twisted.ensureDeferred
+async def test_two_seeds_of_one_origin_each_read_the_sitemaps_robots_txt_once(
+    server, crawl, tmp_path
+):
+    u = server.url
+    shop(server, listed(server, "/sitemap.xml"), **{"sitemap.xml": urlset(u("/orphan1.html"))})
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text(f"home\t{u('/')}\nb\t{u('/b.html')}\n", encoding="utf-8")
+    result = await crawl(settings={**ROBOTS, "TRAVERSE_MAX_DEPTH": 1}, seeds=str(seeds))
+    by_id = {m["seed"]["id"]: [p["url"] for p in m["pages"]] for m in result.manifests()}
+    assert by_id == {
+        "home": [u("/"), u("/a.html"), u("/b.html"), u("/orphan1.html")],
+        "b": [u("/b.html"), u("/orphan1.html")],
+    }
+    assert server.count("/robots.txt") == 1  # one load, shared by both seeds' discovery
+    assert server.count("/sitemap.xml") == 2  # each seed reads its own, as it fetches its pages
