@@ -1,16 +1,18 @@
 """What the store commands (``scrapy snapshots``, ``scrapy snapshot``) share.
 
 Opening ``TRAVERSE_STORE``, writing text any terminal accepts, a snapshot's
-metadata with its ``sourceRef``, and turning a ``CommandFailed`` into one
-``error:`` line on stderr with exit status 1. Defines no command.
+metadata with its ``sourceRef``; ``StoreCommand`` takes the one argument and turns a
+``CommandFailed`` into one ``error:`` line on stderr with exit status 1. Defines no
+command.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
-from typing import Any
+from typing import Any, ClassVar
 
-from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
 
 from traverse_crawl.core.config import TraverseConfig
 from traverse_crawl.core.errors import ConfigError
@@ -18,6 +20,46 @@ from traverse_crawl.core.snapshot import Snapshot, manifest_view
 from traverse_crawl.core.sourceref import build_source_ref
 from traverse_crawl.core.store import FilesystemSnapshotStore
 from traverse_crawl.exceptions import CommandFailed
+
+
+class StoreCommand:
+    """What both store commands declare to Scrapy: in a project, no crawler, no log;
+    their texts as class attributes.
+
+    A mixin, not a ``ScrapyCommand``: Scrapy would list a command class defined
+    here as a ``scrapy common`` command.
+    """
+
+    requires_project = True
+    requires_crawler_process = False
+    default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
+    usage = ""  # syntax()
+    summary = ""  # short_desc(), for ``scrapy -h``
+    description = ""  # long_desc(), for ``scrapy <command> -h``
+
+    def syntax(self) -> str:
+        return self.usage
+
+    def short_desc(self) -> str:
+        return self.summary
+
+    def long_desc(self) -> str:
+        return self.description
+
+    argument = ""  # what the one positional argument is, for the usage error
+    exitcode = 0
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if len(args) != 1:
+            raise UsageError(f"give exactly one {self.argument}")
+        self.check_options(opts)
+        run_safely(self, self.act, args[0], opts)
+
+    def check_options(self, opts: argparse.Namespace) -> None:
+        """Raise ``UsageError`` for options that do not go together."""
+
+    def act(self, argument: str, opts: argparse.Namespace) -> None:
+        raise NotImplementedError
 
 
 def open_store(settings: Any) -> FilesystemSnapshotStore:
@@ -56,7 +98,8 @@ def metadata(snapshot: Snapshot) -> dict[str, Any]:
     return out
 
 
-def run_safely(command: ScrapyCommand, action: Any, *args: Any) -> None:
+def run_safely(command: Any, action: Any, *args: Any) -> None:
+    """Run ``action``; a ``CommandFailed`` is one ``error:`` line and exit status 1."""
     try:
         action(*args)
     except CommandFailed as exc:

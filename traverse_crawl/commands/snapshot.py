@@ -16,34 +16,31 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, ClassVar
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from traverse_crawl.commands.common import metadata, open_store, printable, run_safely, write_text
+from traverse_crawl.commands.common import (
+    StoreCommand,
+    metadata,
+    open_store,
+    printable,
+    write_text,
+)
 from traverse_crawl.core.snapshot import body_bytes
 from traverse_crawl.core.sourceref import parse_source_ref
 from traverse_crawl.exceptions import CommandFailed
 
 
-class Command(ScrapyCommand):
-    requires_project = True
-    requires_crawler_process = False
-    default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
-
-    def syntax(self) -> str:
-        return "[options] <sourceRef>"
-
-    def short_desc(self) -> str:
-        return "Write a stored snapshot's body (stdout or -o) and metadata (stderr or --meta)"
-
-    def long_desc(self) -> str:
-        return (
-            "Look up the snapshot a traverse-snapshot: sourceRef names in TRAVERSE_STORE; "
-            "write its body (raw bytes for pdf/png/jpeg, UTF-8 text otherwise) to stdout "
-            "or -o FILE, and its metadata as JSON to stderr or --meta FILE."
-        )
+class Command(StoreCommand, ScrapyCommand):
+    argument = "sourceRef"
+    usage = "[options] <sourceRef>"
+    summary = "Write a stored snapshot's body (stdout or -o) and metadata (stderr or --meta)"
+    description = (
+        "Look up the snapshot a traverse-snapshot: sourceRef names in TRAVERSE_STORE; "
+        "write its body (raw bytes for pdf/png/jpeg, UTF-8 text otherwise) to stdout "
+        "or -o FILE, and its metadata as JSON to stderr or --meta FILE."
+    )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
@@ -54,14 +51,13 @@ class Command(ScrapyCommand):
             help="write the metadata JSON to FILE instead of stderr ('-': stdout, needs -o)",
         )
 
-    def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        if len(args) != 1:
-            raise UsageError("give exactly one sourceRef")
+    def check_options(self, opts: argparse.Namespace) -> None:
         if opts.meta == "-" and opts.output in (None, "-"):
             raise UsageError("--meta - needs -o FILE: stdout carries the body")
-        run_safely(self, self._show, args[0], opts.output, opts.meta)
 
-    def _show(self, ref: str, output: str | None, meta_path: str | None) -> None:
+    def act(self, ref: str, opts: argparse.Namespace) -> None:
+        output: str | None = opts.output
+        meta_path: str | None = opts.meta
         parsed = parse_source_ref(ref)
         if parsed is None:
             raise CommandFailed(f"not a traverse-snapshot sourceRef: {printable(ref)}")

@@ -19,12 +19,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, ClassVar
 
 from scrapy.commands import ScrapyCommand
-from scrapy.exceptions import UsageError
 
-from traverse_crawl.commands.common import metadata, open_store, printable, run_safely, write_text
+from traverse_crawl.commands.common import (
+    StoreCommand,
+    metadata,
+    open_store,
+    printable,
+    write_text,
+)
 from traverse_crawl.core.js import encode_uri_component
 from traverse_crawl.core.snapshot import Snapshot
 from traverse_crawl.core.store import FilesystemSnapshotStore, sort_newest_first
@@ -41,24 +45,16 @@ def seed_pages(store: FilesystemSnapshotStore, seed_id: str) -> list[Snapshot]:
     return sort_newest_first(found)
 
 
-class Command(ScrapyCommand):
-    requires_project = True
-    requires_crawler_process = False
-    default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
-
-    def syntax(self) -> str:
-        return "[options] <page id or seed id>"
-
-    def short_desc(self) -> str:
-        return "List the stored snapshots of a page or a seed"
-
-    def long_desc(self) -> str:
-        return (
-            "List the snapshots in TRAVERSE_STORE of a page id (<seed id>::<url>) or, "
-            "when no page has that id, of every page of a seed id: fetchedAt, status, "
-            "type, hash prefix and URL, newest first. --json prints full metadata "
-            "with the sourceRef of each."
-        )
+class Command(StoreCommand, ScrapyCommand):
+    argument = "page id or seed id"
+    usage = "[options] <page id or seed id>"
+    summary = "List the stored snapshots of a page or a seed"
+    description = (
+        "List the snapshots in TRAVERSE_STORE of a page id (<seed id>::<url>) or, "
+        "when no page has that id, of every page of a seed id: fetchedAt, status, "
+        "type, hash prefix and URL, newest first. --json prints full metadata "
+        "with the sourceRef of each."
+    )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
@@ -68,13 +64,8 @@ class Command(ScrapyCommand):
             help="one JSON object per line: the snapshot without its body, plus sourceRef",
         )
 
-    def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        if len(args) != 1:
-            raise UsageError("give exactly one page id or seed id")
-        assert self.settings is not None
-        run_safely(self, self._list, args[0], opts.json)
-
-    def _list(self, source_id: str, as_json: bool) -> None:
+    def act(self, source_id: str, opts: argparse.Namespace) -> None:
+        as_json: bool = opts.json
         store = open_store(self.settings)
         snapshots = store.list(source_id) or seed_pages(store, source_id)
         if not snapshots:
