@@ -122,3 +122,41 @@ def test_state_round_trips_through_json():
     assert restored.manifest() == frontier.manifest()
     # Admitted but unrecorded pages are handed out again after a resume.
     assert [a.url for a in restored.admit()] == [a.url for a in more]
+
+
+def test_each_page_names_the_page_that_discovered_it():
+    frontier = Frontier("s", SEED, 50, 5, "live")
+    pending = frontier.admit()
+    while pending:
+        adm = pending.pop(0)
+        _, more = frontier.record(adm.index, ok(adm.url))
+        pending.extend(more)
+    parents = {p["url"]: p.get("discoveredFrom") for p in frontier.manifest()["pages"]}
+    assert parents == {
+        "https://h.test/": None,  # the seed: the field is absent
+        "https://h.test/a": "https://h.test/",
+        "https://h.test/b": "https://h.test/",  # first discovery wins (a links b later)
+        "https://h.test/c": "https://h.test/",
+        "https://h.test/d": "https://h.test/a",
+        "https://h.test/e": "https://h.test/b",
+        "https://h.test/f": "https://h.test/c",
+        "https://h.test/g": "https://h.test/d",
+        "https://h.test/h": "https://h.test/f",
+    }
+    assert "discoveredFrom" not in frontier.manifest()["pages"][0]
+
+
+def test_discoverers_survive_a_resume_and_old_state_still_loads():
+    frontier = Frontier("s", SEED, 6, 3, "live")
+    adm = frontier.admit()[0]
+    frontier.record(adm.index, ok(adm.url))
+    state = json.loads(json.dumps(frontier.to_dict()))
+    restored = Frontier.from_dict(state)
+    (nxt, *_) = restored.admit()
+    restored.record(nxt.index, ok(nxt.url))
+    assert restored.pages[1]["discoveredFrom"] == SEED
+    del state["discovered_from"]  # state written before the field existed
+    older = Frontier.from_dict(state)
+    (nxt, *_) = older.admit()
+    older.record(nxt.index, ok(nxt.url))
+    assert "discoveredFrom" not in older.pages[1]

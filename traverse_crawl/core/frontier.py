@@ -46,6 +46,7 @@ class Outcome:
     links: list[str] = field(default_factory=list)  # same-origin, fragment-less
     offhost_final_url: str | None = None  # set when an HTML page resolved off-origin
     source_ref: str | None = None
+    body_size: int | None = None  # the snapshot body's bytes (CONTRACT §3 ``bodySize``)
 
 
 class Frontier:
@@ -70,6 +71,9 @@ class Frontier:
         self.seed_frontier_url = normalized if normalized is not None else seed_url
         self.queue: list[tuple[str, int]] = [(self.seed_frontier_url, 0)]
         self.seen: set[str] = {self.seed_frontier_url}
+        # URL -> the URL of the page whose links first queued it: the BFS tree that
+        # ``scrapy report`` draws (the optional ``discoveredFrom`` of CONTRACT §3).
+        self.discovered_from: dict[str, str] = {}
         self.admitted = 0
         self.pending: dict[int, Outcome] = {}
         self.pages: list[dict[str, Any]] = []
@@ -144,10 +148,15 @@ class Frontier:
             "id": self._id_prefix + url,
             "url": url,
             "depth": depth,
-            "fetch": outcome.fetch,
         }
+        parent = self.discovered_from.get(url)
+        if parent is not None:
+            page["discoveredFrom"] = parent
+        page["fetch"] = outcome.fetch
         if outcome.source_ref is not None:
             page["sourceRef"] = outcome.source_ref
+        if outcome.body_size is not None:
+            page["bodySize"] = outcome.body_size
         return page
 
     def record(self, index: int, outcome: Outcome) -> tuple[list[dict[str, Any]], list[Admission]]:
@@ -179,6 +188,7 @@ class Frontier:
                 if link not in self.seen:
                     self.seen.add(link)
                     self.queue.append((link, depth + 1))
+                    self.discovered_from[link] = url
             if position == 0 and self.sitemap_urls is not None:
                 self._queue_sitemap_urls()
             self.pages.append(page)
@@ -265,6 +275,7 @@ class Frontier:
             "max_depth": self.max_depth,
             "mode": self.mode,
             "queue": [list(item) for item in self.queue],
+            "discovered_from": self.discovered_from,
             "admitted": self.admitted,
             "pages": self.pages,
             "page_notes": self.page_notes,
@@ -281,6 +292,8 @@ class Frontier:
         )
         frontier.queue = [(url, depth) for url, depth in data["queue"]]
         frontier.seen = {url for url, _ in frontier.queue}
+        # State saved before ``discoveredFrom`` existed resumes without it (optional field).
+        frontier.discovered_from = dict(data.get("discovered_from", {}))
         frontier.pages = list(data["pages"])
         frontier.page_notes = [list(n) for n in data["page_notes"]]
         frontier.store_warnings = {int(k): v for k, v in data["store_warnings"].items()}

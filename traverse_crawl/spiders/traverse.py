@@ -152,7 +152,11 @@ class TraverseSpider(Spider):
         snapshot = meta.get(SNAPSHOT) or self._snapshot(response)
         if isinstance(snapshot, FetchError):
             return Outcome(_fetch_record(meta, snapshot)), None
-        outcome = Outcome(_fetch_record(meta, snapshot), source_ref=build_source_ref(snapshot))
+        outcome = Outcome(
+            _fetch_record(meta, snapshot),
+            source_ref=build_source_ref(snapshot),
+            body_size=snap.body_size(snapshot),
+        )
         _, depth = frontier.queue[index]
         if snapshot["contentType"] == "html" and frontier.may_follow(depth):
             if urls.same_origin(snapshot["url"], frontier.seed_origin):
