@@ -16,6 +16,11 @@ def test_demo_captures_then_replays_with_the_server_stopped(tmp_path):
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     assert "replay reproduces the capture's sourceRefs: True" in run.stdout
+    # It ends by writing the capture's report and printing where it is.
+    assert run.stdout.splitlines()[-1] == (
+        f"report of the capture (open it in a browser): {tmp_path / 'report.html'}"
+    )
+    assert "<h1>Crawl report</h1>" in (tmp_path / "report.html").read_text()
     (capture,) = (tmp_path / "manifests-capture").glob("*.json")
     (replay,) = (tmp_path / "manifests-replay").glob("*.json")
     captured, replayed = json.loads(capture.read_text()), json.loads(replay.read_text())

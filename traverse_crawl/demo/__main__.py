@@ -2,6 +2,8 @@
 
 Run from the project directory: ``python -m traverse_crawl.demo [OUTPUT_DIR]``.
 Both crawls are real ``scrapy crawl traverse`` runs; the replay opens no socket.
+Last, ``scrapy report`` writes the capture's HTML report (docs/reports.md) to
+``OUTPUT_DIR/report.html`` and the path is printed.
 """
 
 from __future__ import annotations
@@ -57,6 +59,13 @@ def main() -> int:
     refs = [[p.get("sourceRef") for p in m["pages"]] for m in (captured, replayed)]
     same = refs[0] == refs[1]
     print(f"\nreplay reproduces the capture's sourceRefs: {same}")
+    report = out / "report.html"
+    subprocess.run(
+        [sys.executable, "-m", "scrapy", "report", str(out / "manifests-capture"),
+         "-o", str(report), "-s", f"TRAVERSE_STORE={out / 'snapshots'}"],
+        check=True, stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    print(f"\nreport of the capture (open it in a browser): {report}")
     return 0 if same else 1
 
 
