@@ -23,7 +23,7 @@ from scrapy.exceptions import UsageError
 
 from traverse_crawl.commands.common import open_store, write_text
 from traverse_crawl.core import diff as difflib_
-from traverse_crawl.core.manifests import ManifestError, load_all
+from traverse_crawl.core.manifests import ManifestError, load_all, stored_snapshot
 from traverse_crawl.core.snapshot import BINARY_TYPES
 from traverse_crawl.core.store import FilesystemSnapshotStore
 from traverse_crawl.exceptions import CommandFailed
@@ -115,8 +115,7 @@ def body_lines(
             return None  # an error that changed kind: no bodies to compare
         if snapshot.get("contentType") in BINARY_TYPES:
             return [f"({snapshot['contentType']}: binary, no text diff)"]
-        source_id = snapshot.get("sourceId") or page.get("id", "")
-        found = store.find(source_id, snapshot["bodyHash"], snapshot.get("fetchedAt", ""))
+        found = stored_snapshot(store, page)
         if found is None:
             return [f"(body {snapshot['bodyHash'][:12]} is not in {store.root})"]
         texts.append(found["body"])

@@ -29,7 +29,7 @@ from traverse_crawl.commands.snapshots import CommandFailed, open_store, write_t
 from traverse_crawl.core import diff, reporthtml, urls
 from traverse_crawl.core.atomic import atomic_write_text
 from traverse_crawl.core.links import discover_links
-from traverse_crawl.core.manifests import ManifestError, load_all
+from traverse_crawl.core.manifests import ManifestError, load_all, stored_snapshot
 from traverse_crawl.core.report import build_seed, derive_parents, ok
 from traverse_crawl.core.snapshot import body_size
 from traverse_crawl.core.store import FilesystemSnapshotStore
@@ -105,14 +105,9 @@ def enrich(manifest: dict[str, Any], store: FilesystemSnapshotStore | None) -> l
     origin = urls.origin(str(manifest["seed"].get("url", "")))
     bodies = 0
 
-    def stored(page: dict[str, Any]) -> dict[str, Any] | None:
-        snapshot = page["fetch"]["snapshot"]
-        source_id = snapshot.get("sourceId") or page.get("id", "")
-        return store.find(source_id, snapshot["bodyHash"], snapshot.get("fetchedAt", ""))
-
     def links_of(page: dict[str, Any]) -> list[str] | None:
         nonlocal bodies
-        snapshot = stored(page)
+        snapshot = stored_snapshot(store, page)
         if snapshot is None:
             return None
         bodies += 1

@@ -17,6 +17,9 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from traverse_crawl.core.snapshot import Snapshot
+from traverse_crawl.core.store import FilesystemSnapshotStore
+
 
 class ManifestError(Exception):
     """One input that cannot be read as a manifest: ``str()`` names the file."""
@@ -124,3 +127,10 @@ def _page_problem(page: Any) -> str | None:
     if error is not None and not (isinstance(error, dict) and isinstance(error.get("kind"), str)):
         return "has an error without kind"
     return None
+
+
+def stored_snapshot(store: FilesystemSnapshotStore, page: dict[str, Any]) -> Snapshot | None:
+    """The stored snapshot (with its body) that a manifest page with a snapshot names."""
+    snapshot = page["fetch"]["snapshot"]
+    source_id = snapshot.get("sourceId") or page.get("id", "")
+    return store.find(source_id, snapshot["bodyHash"], snapshot.get("fetchedAt", ""))
