@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -198,6 +199,8 @@ async def test_against_colours_each_change(server, crawl, tmp_path):
                        ("recovered", "/fix.html")]:  # fmt: skip
         row = f'<tr class="c-{kind}"><td><span class="k k-{kind}">{kind}</span></td>'
         assert f'{row}<td class="url">{server.url(path)}</td>' in html
+        ring = rf'<circle class="node \w+ c-{kind}"[^>]*><title>{re.escape(server.url(path))} — '
+        assert (re.search(ring, html) is not None) == (kind != "removed")  # no node if removed
     assert '<span class="k k-unchanged">1 unchanged</span>' in html
     assert server.url("/same.html") + "</td>" not in html.split('class="changes"')[1]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from traverse_crawl.core.diff import Change, outcome_text
@@ -34,6 +34,7 @@ class Node:
     failed: bool
     outcome: str  # "200 html", "http-error 404": the node's tooltip
     inferred: bool = False  # no recorded discoverer: hung under the seed page
+    change: str | None = None  # with --against: the diff class, when not unchanged
 
 
 @dataclass
@@ -96,6 +97,10 @@ def build_seed(
         if isinstance(p.get("bodySize"), int) and "snapshot" in p["fetch"]
     ]
     sized.sort(key=lambda row: (-row[1], row[0]))
+    nodes = tree(pages)
+    if changes is not None:
+        kinds = {c.url: c.kind for c in changes if c.kind != "unchanged"}
+        nodes = [replace(n, change=kinds[n.url]) if n.url in kinds else n for n in nodes]
     return SeedReport(
         seed_id=manifest["seed"]["id"],
         seed_url=str(manifest["seed"].get("url", "")),
@@ -108,7 +113,7 @@ def build_seed(
             Counter(p["fetch"]["snapshot"].get("contentType", "?") for p in pages if ok(p))
         ),
         by_depth=[(d, depth_ok[d], depth_failed[d]) for d in range(deepest + 1)],
-        nodes=tree(pages),
+        nodes=nodes,
         largest=sized[:LARGEST],
         sizes_known=bool(sized) or not any(ok(p) for p in pages),
         warnings=[str(w) for w in manifest.get("warnings", ())],

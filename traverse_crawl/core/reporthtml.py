@@ -35,16 +35,20 @@ svg text{font-size:11px;fill:#1d2330}svg .axis{stroke:#9aa3b5}svg .axis-label{fi
 .crawl-tree .edge.inferred{stroke-dasharray:4 3}
 .crawl-tree .node.ok{fill:#3e9b5c}.crawl-tree .node.fail{fill:#d1453b;stroke:#7d1d17}
 .crawl-tree .label.fail{fill:#b3261e;font-weight:600}
-.legend span{display:inline-block;width:10px;height:10px;border-radius:5px;margin:0 4px 0 12px}
+.crawl-tree .node[class*=" c-"]{stroke-width:3}.crawl-tree .c-added{stroke:#2f7fd1}
+.crawl-tree .c-changed{stroke:#c98a12}.crawl-tree .c-failed{stroke:#7d1d17}
+.crawl-tree .c-recovered{stroke:#138a8a}
+.legend .ok-dot,.legend .fail-dot{display:inline-block;width:10px;height:10px;border-radius:5px;
+margin:0 4px 0 12px}
 .ok-dot{background:#3e9b5c}.fail-dot{background:#d1453b}
 .warnings{max-height:420px;overflow:auto}ol.warnings{font-family:ui-monospace,Menlo,monospace;font-size:12px;overflow-wrap:anywhere}
 .empty,.note{color:#6b7385}
 .k{display:inline-block;padding:0 7px;border-radius:9px;font-size:12px;color:#fff}
 .k-added{background:#2f7fd1}.k-removed{background:#6b7385}.k-changed{background:#c98a12}
-.k-failed{background:#d1453b}.k-recovered{background:#3e9b5c}.k-unchanged{background:#b8bfcc}
+.k-failed{background:#d1453b}.k-recovered{background:#138a8a}.k-unchanged{background:#b8bfcc}
 tr.c-added td{background:#eaf3fc}tr.c-removed td{background:#f1f2f5}
 tr.c-changed td{background:#fdf5e4}tr.c-failed td{background:#fcebea}
-tr.c-recovered td{background:#e9f6ee}
+tr.c-recovered td{background:#e6f4f4}
 """
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -87,6 +91,13 @@ def seed_section(index: int, seed: SeedReport) -> str:
         '<h3>The crawl: BFS tree</h3><p class="legend note">Each page under the page that '
         'discovered it.<span class="ok-dot"></span>fetched<span class="fail-dot"></span>'
         "failed (hover a node for its URL)</p>",
+        (
+            '<p class="legend note">Rings: <span class="k k-added">added</span> '
+            '<span class="k k-changed">changed</span> <span class="k k-failed">failed</span> '
+            '<span class="k k-recovered">recovered</span> since the older crawl.</p>'
+            if seed.changes is not None
+            else ""
+        ),
         f'<div class="picture">{reportsvg.crawl_tree(seed.nodes)}</div>',
         tree_notes(seed),
         "<h3>Largest pages</h3>",

@@ -146,8 +146,9 @@ def crawl_tree(nodes: list[Node]) -> str:
     for i, node in enumerate(drawn):
         x, y = points[i]
         state = "fail" if node.failed else "ok"
+        changed = f" c-{node.change}" if node.change else ""
         parts.append(
-            f'<circle class="node {state}" cx="{x:.1f}" cy="{y:.1f}" r="{radius}" '
+            f'<circle class="node {state}{changed}" cx="{x:.1f}" cy="{y:.1f}" r="{radius}" '
             f'data-depth="{node.depth}"><title>{esc(node.url)} — {esc(node.outcome)}'
             "</title></circle>"
         )
