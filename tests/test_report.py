@@ -17,7 +17,7 @@ import pytest_twisted
 
 from tests.cli import REPO, scrapy, scrapy_env
 from tests.test_diff import two_captures
-from traverse_crawl.browser import launch_options
+from traverse_crawl.rendering.browser import launch_options
 
 
 def in_chromium(work: Callable[[Any], Any]) -> Any:

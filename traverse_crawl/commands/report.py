@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from traverse_crawl.commands.snapshots import CommandFailed, open_store, write_text
+from traverse_crawl.commands.common import open_store, write_text
 from traverse_crawl.core import diff, reporthtml, urls
 from traverse_crawl.core.atomic import atomic_write_text
 from traverse_crawl.core.links import discover_links
@@ -33,6 +33,7 @@ from traverse_crawl.core.manifests import ManifestError, load_all, stored_snapsh
 from traverse_crawl.core.report import build_seed, derive_parents, ok
 from traverse_crawl.core.snapshot import body_size
 from traverse_crawl.core.store import FilesystemSnapshotStore
+from traverse_crawl.exceptions import CommandFailed
 
 
 class Command(ScrapyCommand):
