@@ -160,3 +160,19 @@ def test_discoverers_survive_a_resume_and_old_state_still_loads():
     (nxt, *_) = older.admit()
     older.record(nxt.index, ok(nxt.url))
     assert "discoveredFrom" not in older.pages[1]
+
+
+def test_sitemap_urls_have_no_discoverer():
+    frontier = Frontier("s", SEED, 50, 2, "live")
+    assert frontier.expect_sitemaps()
+    (seed,) = frontier.admit()
+    _, pending = frontier.record(seed.index, ok(SEED))
+    pending += frontier.add_sitemap_urls(["https://h.test/orphan", "https://h.test/a"], [])[1]
+    while pending:
+        adm = pending.pop(0)
+        _, more = frontier.record(adm.index, ok(adm.url) if adm.depth < 2 else Outcome({}))
+        pending.extend(more)
+    pages = {p["url"]: p for p in frontier.manifest()["pages"]}
+    assert pages["https://h.test/orphan"]["depth"] == 1
+    assert "discoveredFrom" not in pages["https://h.test/orphan"]
+    assert pages["https://h.test/a"]["discoveredFrom"] == SEED  # a link came first

@@ -81,6 +81,15 @@ def test_derive_parents_replays_link_discovery_first_wins():
     assert parents == [None, SITE + "/", SITE + "/", SITE + "/a", None]
 
 
+def test_derive_parents_leaves_a_page_no_link_could_have_queued():
+    # /orphan came from a sitemap at depth 1; /a links it, but a link from depth 1
+    # would have queued it at depth 2.
+    pages = [page("/", 0), page("/a", 1), page("/orphan", 1)]
+    links = {SITE + "/": [SITE + "/a"], SITE + "/a": [SITE + "/orphan"]}
+    assert derive_parents(pages, lambda p: links.get(p["url"])) == 1
+    assert "discoveredFrom" not in pages[2]
+
+
 def test_siblings_keep_bfs_order_inside_their_parents_share():
     nodes = tree(PAGES)
     # Four leaves: /a's two children, /b, /c.png. /a takes the first half, its

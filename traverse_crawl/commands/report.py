@@ -7,8 +7,8 @@ diff``, coloured. The file is self-contained (``core.reporthtml``): it opens fro
 disk in any browser and makes no request.
 
 The store (``TRAVERSE_STORE``, ``-s`` overrides it) is read only for manifests
-that lack the optional ``discoveredFrom``/``bodySize`` fields (Traverse's own, or
-older ones): link discovery is replayed on the stored bodies and their sizes are
+written without the optional ``discoveredFrom``/``bodySize`` fields (Traverse's
+own, or older ones): link discovery is replayed on the stored bodies and their sizes are
 measured. Without a store such a report still renders, saying what it lacks.
 
 Exit status 0; 2 with one ``error:`` line naming the file for an unreadable or
@@ -99,7 +99,9 @@ class Command(ScrapyCommand):
 def enrich(manifest: dict[str, Any], store: FilesystemSnapshotStore | None) -> list[str]:
     """Fill ``discoveredFrom``/``bodySize`` from the store where the manifest lacks them."""
     pages: list[dict[str, Any]] = manifest["pages"]
-    need_parents = any(i > 0 and "discoveredFrom" not in p for i, p in enumerate(pages))
+    # A manifest that records discoverers leaves them out only for sitemap URLs, which
+    # no page discovered; only one without any (an older one, Traverse's) needs the store.
+    need_parents = len(pages) > 1 and not any("discoveredFrom" in p for p in pages)
     need_sizes = any(ok(p) and "bodySize" not in p for p in pages)
     if not (need_parents or need_sizes) or store is None:
         return []

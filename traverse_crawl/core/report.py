@@ -8,8 +8,9 @@ warnings; the changes.
 The tree: each page hangs under the page that discovered it, the manifest's
 optional ``discoveredFrom`` (CONTRACT §3). A manifest without it (Traverse's own,
 or one written before the field) gets it from ``derive_parents`` when the store
-holds the bodies; a page whose discoverer is still unknown hangs under the seed
-page, drawn as a dashed edge (``Node.inferred``).
+holds the bodies; a page whose discoverer is still unknown — or that no page
+discovered, because a sitemap listed it (CONTRACT §9) — hangs under the seed page,
+drawn as a dashed edge (``Node.inferred``).
 """
 
 from __future__ import annotations
@@ -150,15 +151,18 @@ def derive_parents(
     Returns how many pages got a discoverer. ``links_of`` returns None for a page
     whose body is not available.
     """
-    first: dict[str, str] = {}
+    first: dict[str, dict[str, Any]] = {}
     for page in pages:
         found = links_of(page) if ok(page) else None
         for link in found or ():
-            first.setdefault(link, page["url"])
+            first.setdefault(link, page)
     filled = 0
     for i, page in enumerate(pages):
         parent = first.get(page["url"])
-        if i > 0 and "discoveredFrom" not in page and parent is not None and parent != page["url"]:
-            page["discoveredFrom"] = parent
-            filled += 1
+        # A link queues its target one level down; a page that is not one level below
+        # its first linker entered otherwise (a sitemap lists it at depth 1).
+        if i > 0 and "discoveredFrom" not in page and parent is not None:
+            if parent["depth"] == page["depth"] - 1:
+                page["discoveredFrom"] = parent["url"]
+                filled += 1
     return filled

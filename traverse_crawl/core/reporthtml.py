@@ -140,8 +140,9 @@ def tree_notes(seed: SeedReport) -> str:
         )
     if any(node.inferred for node in seed.nodes):
         notes.append(
-            "Dashed edges: the manifest does not say which page discovered these "
-            "(no discoveredFrom, no stored body to read it from); drawn under the seed page."
+            "Dashed edges: no page discovered these, because a sitemap listed them, or the "
+            "manifest does not say which page did (no discoveredFrom, and no stored body "
+            "to read it from). They are drawn under the seed page."
         )
     return "".join(f'<p class="note">{esc(n)}</p>' for n in notes)
 
