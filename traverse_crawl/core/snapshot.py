@@ -145,14 +145,6 @@ def with_flags(snapshot: Snapshot, **flags: bool) -> Snapshot:
     return out
 
 
-def body_bytes(snapshot: Snapshot) -> bytes:
-    """The stored body: the raw bytes of a pdf/png/jpeg, the UTF-8 text otherwise."""
-    if snapshot.get("bodyBytes") is not None:
-        return bytes(snapshot["bodyBytes"])
-    text: str = snapshot["body"]
-    return text.encode("utf-8", "surrogatepass")
-
-
 def body_size(snapshot: Snapshot) -> int:
     """The manifest's optional page field ``bodySize`` (CONTRACT §3): ``len(body_bytes)``."""
     return len(body_bytes(snapshot))
