@@ -4,6 +4,7 @@
   and checks the browser at start-up, only when pages are rendered;
 - ``browser``: launch-option defaults and the one real launch at start-up;
 - ``handler``: scrapy-playwright's download handler over ``wire``'s exact-target one;
+- ``navigation``: a rendered page's navigation, fetched with the exact request target;
 - ``middleware``: ``RenderMiddleware``, the policy (which attempt is rendered,
   escalation, fallback, typed errors);
 - ``pageguard``: the browser side, answering every request a rendered page makes;

@@ -84,7 +84,7 @@ from traverse_crawl.core.render import (
 )
 from traverse_crawl.downloadermiddlewares.redirect import RedirectMiddleware
 from traverse_crawl.exceptions import PageFailed, RenderWaitTimeout
-from traverse_crawl.rendering import pageguard
+from traverse_crawl.rendering import navigation, pageguard
 from traverse_crawl.rendering.response import as_rendered_html, freeze, thaw, utf8_body
 from traverse_crawl.stats import inc
 
@@ -116,6 +116,7 @@ class RenderMiddleware:
             timeout=config.download_timeout,
             wait_for=config.render_wait_for,
             stats=crawler.stats,
+            navigator=navigation.Navigator(crawler),
             abort_request=load_object(abort) if abort else None,
             keep_navigation=config.mode == "capture" and bool(config.warc_dir),
         )
@@ -199,7 +200,7 @@ class RenderMiddleware:
         body = utf8_body(response) if rendered else b""
         location = response.headers.get(b"Location")
         verdict = judge(
-            response.url,
+            request.url,
             response.status,
             rendered=rendered,
             location=location.decode("latin-1") if location else None,
@@ -219,7 +220,7 @@ class RenderMiddleware:
         meta[ESCALATION] = escalation(
             self.policy, self.policy == "on-shell-warning", True, "rendered"
         )
-        return as_rendered_html(response, body)
+        return as_rendered_html(response, body, request.url)
 
     def _maybe_escalate(self, request: Request, response: Response) -> Request | Response:
         meta = request.meta

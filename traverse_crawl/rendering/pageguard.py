@@ -13,9 +13,11 @@ request itself — the browser's own network stack never sends anything:
   first url if the response is a redirect"). Each request is fetched with
   ``max_redirects=0``; a sub-resource's redirect hops are followed here, each hop
   checked, and the final answer is fulfilled.
-- **The navigation** (the first main-frame request) is fetched the same way. A
-  redirect, a status outside 2xx or a document that is not HTML is handed back
-  to Scrapy instead of being rendered (meta ``traverse_render_handoff``): the
+- **The navigation** (the first main-frame request) is fetched without redirects
+  too, by ``navigation.Navigator``: at the Scrapy request's URL with the exact
+  request target (issue 11), not at Chromium's serialisation of it. A redirect,
+  a status outside 2xx or a document that is not HTML is handed back to Scrapy
+  instead of being rendered (meta ``traverse_render_handoff``): the
   render middleware turns it into a plain response, so Scrapy's redirect
   middleware follows the hop with robots, egress and politeness, and a PDF is
   captured as a PDF. A later main-frame navigation the page starts by itself
@@ -62,6 +64,7 @@ from traverse_crawl.core.errors import FetchError
 from traverse_crawl.core.render import DENIED, FAILED, GUARD_KEY, HANDOFF
 from traverse_crawl.core.snapshot import resolve_content_type
 from traverse_crawl.core.warc import NAVIGATION, navigation_record
+from traverse_crawl.rendering.navigation import Navigator
 from traverse_crawl.rendering.settle import PageState, settle_page
 from traverse_crawl.stats import Stats, inc
 
@@ -97,11 +100,13 @@ class PageGuard:
         timeout: float,
         wait_for: str,
         stats: Stats | None,
+        navigator: Navigator,
         abort_request: Callable[[BrowserRequest], bool | Awaitable[bool]] | None = None,
         keep_navigation: bool = False,
     ) -> None:
         self.key = key
         self.keep_navigation = keep_navigation  # for the WARC writer (extensions/warc.py)
+        self.navigator = navigator
         self.egress_guard = egress_guard
         self.allow = allow
         self.timeout = timeout
@@ -119,9 +124,9 @@ class PageGuard:
 
     # -- set-up ---------------------------------------------------------------
 
-    async def init_page(self, page: Page, meta: dict[str, Any]) -> None:
+    async def init_page(self, page: Page, meta: dict[str, Any], url: str) -> None:
         context = page.context
-        state = PageState(meta, time.monotonic() + self.timeout, context.request)
+        state = PageState(meta, time.monotonic() + self.timeout, context.request, url)
         self.pages[page] = state
         if context not in self.contexts:
             self.contexts.add(context)
@@ -212,22 +217,16 @@ class PageGuard:
             return
         state.navigated = True
         headers = {k: v for k, v in (await request.all_headers()).items() if k not in _HOP_HEADERS}
-        response = await route.fetch(headers=headers, max_redirects=0, timeout=state.remaining_ms())
-        content_type = response.headers.get("content-type")
-        pairs = [(h["name"], h["value"]) for h in response.headers_array]
+        # At the Scrapy request's URL, with its exact target (navigation.py).
+        answer = await self.navigator.fetch(state.url, headers, state.remaining_ms())
         if self.keep_navigation:  # rendered or handed back, the WARC writer's record
-            body = await response.body()
-            state.meta[NAVIGATION] = navigation_record(response.url, response.status, pairs, body)
-        if 200 <= response.status < 300 and resolve_content_type(content_type) == "html":
-            await route.fulfill(response=response)
+            record = navigation_record(answer.url, answer.status, answer.headers, answer.body)
+            state.meta[NAVIGATION] = record
+        content_type = answer.header("content-type")
+        if 200 <= answer.status < 300 and resolve_content_type(content_type) == "html":
+            await route.fulfill(status=answer.status, headers=answer.fulfilled(), body=answer.body)
             return
-        state.meta[HANDOFF] = {
-            "url": response.url,
-            "status": response.status,
-            "headers": pairs,
-            "body": await response.body(),
-        }
-        await response.dispose()
+        state.meta[HANDOFF] = answer.handoff()
         await route.abort("blockedbyclient")
 
     async def _fetch(self, state: PageState, route: Route) -> None:
@@ -285,7 +284,7 @@ async def init_page(page: Page, request: Any) -> None:
     """
     try:
         guard = GUARDS[request.meta[GUARD_KEY]]
-        await guard.init_page(page, request.meta)
+        await guard.init_page(page, request.meta, request.url)
     except BaseException:
         with suppress(PlaywrightError):
             await page.close()

@@ -47,11 +47,14 @@ def utf8_body(response: Response) -> bytes:
     return response.text.encode("utf-8") if isinstance(response, TextResponse) else response.body
 
 
-def as_rendered_html(response: Response, body: bytes) -> Response:
+def as_rendered_html(response: Response, body: bytes, url: str) -> Response:
+    """The DOM as the page's body, at ``url``: the URL Scrapy asked for, byte for
+    byte, rather than Chromium's serialisation of it (issue 11). A page that
+    navigates itself away is handed back as a redirect, so the DOM is ``url``'s."""
     headers = response.headers.copy()
     for name in _NOT_RENDERED:
         headers.pop(name, None)
     headers[b"Content-Type"] = b"text/html; charset=utf-8"
     if isinstance(response, TextResponse):
-        return response.replace(body=body, headers=headers, encoding="utf-8")
-    return response.replace(body=body, headers=headers)
+        return response.replace(url=url, body=body, headers=headers, encoding="utf-8")
+    return response.replace(url=url, body=body, headers=headers)

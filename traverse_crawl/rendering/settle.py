@@ -32,6 +32,7 @@ class PageState:
     meta: dict[str, Any]
     deadline: float
     api: APIRequestContext
+    url: str  # the Scrapy request's, as it is (issue 11)
     navigated: bool = False
     redirected: asyncio.Event = field(default_factory=asyncio.Event)
     verdicts: dict[str, FetchError | None] = field(default_factory=dict)

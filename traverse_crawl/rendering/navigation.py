@@ -1,0 +1,90 @@
+"""A rendered page's navigation, fetched with the exact request target (issue 11).
+
+The page guard answers the navigation (the first main-frame request) itself. It
+used to fetch it with Playwright's request context, from Chromium's URL: Chromium
+re-serialises the URL (``|`` in a path becomes ``%7C``) and Playwright's fetch,
+Node's ``http.request``, sends ``pathname + search``, which drops an empty ``?``.
+:class:`Navigator` fetches it instead with the project's exact-target handler
+(``wire.ExactTargetDownloadHandler``, its own connection pool) at the URL the
+Scrapy request holds, with the browser's headers, so the server sees the same
+request target as for a page that is not rendered.
+
+No ``Accept-Encoding`` is sent (the handler does not decode bodies; the browser
+is handed the body as it came), and ``DOWNLOAD_MAXSIZE`` and the attempt's
+remaining time bound the fetch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from scrapy import signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import DownloadTimeoutError
+
+from traverse_crawl.wire import ExactTargetDownloadHandler, WhatwgRequest
+
+# Not forwarded: what the handler computes itself, or what would ask the server
+# for a body encoding nobody here decodes.
+_NOT_SENT = frozenset({"accept-encoding", "transfer-encoding", "connection"})
+# Not handed to the browser: framing of the body as it was sent.
+_NOT_FULFILLED = frozenset({b"content-length", b"transfer-encoding", b"connection"})
+
+
+@dataclass(frozen=True)
+class Answer:
+    url: str
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+
+    def header(self, name: str) -> str | None:
+        return next((v for k, v in self.headers if k.lower() == name), None)
+
+    def fulfilled(self) -> dict[str, str]:
+        """The headers handed to the browser: not the framing of the body as sent."""
+        return {k: v for k, v in self.headers if k.lower().encode() not in _NOT_FULFILLED}
+
+    def handoff(self) -> dict[str, Any]:
+        """As the render middleware's ``thaw`` reads a handed-back navigation."""
+        return {"url": self.url, "status": self.status, "headers": self.headers, "body": self.body}
+
+
+class Navigator:
+    """Made with the render middleware; its handler (and connection pool) is made
+    at the first navigation and closed when the engine stops."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.handler: ExactTargetDownloadHandler | None = None
+        crawler.signals.connect(self.close, signal=signals.engine_stopped)
+
+    async def fetch(self, url: str, headers: dict[str, str], timeout_ms: float) -> Answer:
+        request = WhatwgRequest(
+            url,
+            headers={k: v for k, v in headers.items() if k.lower() not in _NOT_SENT},
+            meta={"download_timeout": timeout_ms / 1000},
+        )
+        if self.handler is None:
+            self.handler = ExactTargetDownloadHandler(self.crawler)
+        try:
+            response = await self.handler.download_request(request)
+        except DownloadTimeoutError as exc:
+            # Worded as Playwright's, which the render middleware reports as a timeout.
+            raise TimeoutError(f"Timeout {timeout_ms:.0f}ms exceeded (navigation)") from exc
+        return Answer(
+            response.url,
+            response.status,
+            [
+                (name.decode("latin-1"), value.decode("latin-1"))
+                for name, values in response.headers.items()
+                for value in values
+            ],
+            response.body,
+        )
+
+    async def close(self) -> None:
+        if self.handler is not None:
+            await self.handler.close()
+            self.handler = None
