@@ -9,9 +9,11 @@ Node's ``http.request``, sends ``pathname + search``, which drops an empty ``?``
 Scrapy request holds, with the browser's headers, so the server sees the same
 request target as for a page that is not rendered.
 
-No ``Accept-Encoding`` is sent (the handler does not decode bodies; the browser
-is handed the body as it came), and ``DOWNLOAD_MAXSIZE`` and the attempt's
-remaining time bound the fetch.
+The body is decoded as Scrapy decodes a page's (its ``HttpCompressionMiddleware``,
+which also sets ``Accept-Encoding`` in place of the browser's), so the browser
+and the WARC writer get the document, not its transfer encoding (Playwright's
+fetch decoded it too); ``DOWNLOAD_MAXSIZE`` and the attempt's remaining time
+bound the fetch.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from typing import Any
 
 from scrapy import signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import DownloadTimeoutError
+from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddleware
+from scrapy.exceptions import DownloadTimeoutError, NotConfigured
+from scrapy.http import Response
 
 from traverse_crawl.wire import ExactTargetDownloadHandler, WhatwgRequest
 
@@ -58,6 +62,12 @@ class Navigator:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.handler: ExactTargetDownloadHandler | None = None
+        try:
+            self.decoder: HttpCompressionMiddleware | None = HttpCompressionMiddleware.from_crawler(
+                crawler
+            )
+        except NotConfigured:  # COMPRESSION_ENABLED off: bodies as sent, as for pages
+            self.decoder = None
         crawler.signals.connect(self.close, signal=signals.engine_stopped)
 
     async def fetch(self, url: str, headers: dict[str, str], timeout_ms: float) -> Answer:
@@ -66,6 +76,8 @@ class Navigator:
             headers={k: v for k, v in headers.items() if k.lower() not in _NOT_SENT},
             meta={"download_timeout": timeout_ms / 1000},
         )
+        if self.decoder is not None:
+            self.decoder.process_request(request)
         if self.handler is None:
             self.handler = ExactTargetDownloadHandler(self.crawler)
         try:
@@ -73,6 +85,10 @@ class Navigator:
         except DownloadTimeoutError as exc:
             # Worded as Playwright's, which the render middleware reports as a timeout.
             raise TimeoutError(f"Timeout {timeout_ms:.0f}ms exceeded (navigation)") from exc
+        if self.decoder is not None:
+            decoded = self.decoder.process_response(request, response)
+            assert isinstance(decoded, Response)  # typed Request | Response; always the latter
+            response = decoded
         return Answer(
             response.url,
             response.status,
