@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from scrapy import Request
 from scrapy.exceptions import DownloadCancelledError, DownloadTimeoutError, IgnoreRequest
+from scrapy.utils._compression import _DecompressionMaxSizeExceeded
 from twisted.internet import defer
 from twisted.internet.error import TimeoutError as TxTimeoutError
 from twisted.python.failure import Failure
@@ -48,6 +49,7 @@ def fetch_error_from_failure(
     failure: Failure, request: Request, timeout: float, maxsize: int
 ) -> FetchError:
     exc = failure.value
+    assert exc is not None
     if isinstance(exc, PageFailed):
         return exc.error
     if isinstance(exc, (DownloadTimeoutError, TxTimeoutError, defer.TimeoutError)):
@@ -57,6 +59,10 @@ def fetch_error_from_failure(
         # than download max size ..."), by Content-Length or while streaming.
         if "max size" in str(exc) or not str(exc):
             return too_large_error(request, request.meta.get("download_maxsize", maxsize))
+    if isinstance(exc.__cause__, _DecompressionMaxSizeExceeded):
+        # HttpCompressionMiddleware stops a decompression bomb (gzip, deflate,
+        # brotli, zstd) at DOWNLOAD_MAXSIZE: CONTRACT §2 makes that too-large.
+        return too_large_error(request, request.meta.get("download_maxsize", maxsize))
     message = str(exc).strip() or type(exc).__name__
     return FetchError("network", message)
 

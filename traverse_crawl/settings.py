@@ -51,6 +51,7 @@ SPIDER_MIDDLEWARES = {
 # Downloader middlewares, in process_request order. Ours replace the built-ins
 # that do the same job (STYLE §4); process_response runs bottom-up.
 #
+#   40  UserinfoMiddleware      user:pass@ in a URL becomes an Authorization header
 #   50  ReplayMiddleware        replay mode: serve the store, no network at all
 #   90  EgressGuardMiddleware   refuse hosts that resolve to non-public addresses
 #  100  RobotsMiddleware        (replaces RobotsTxtMiddleware) Traverse's matcher
@@ -70,6 +71,7 @@ DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
     "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
     "scrapy.downloadermiddlewares.cookies.CookiesMiddleware": None,
+    "traverse_crawl.downloadermiddlewares.userinfo.UserinfoMiddleware": 40,
     "traverse_crawl.downloadermiddlewares.replay.ReplayMiddleware": 50,
     "traverse_crawl.downloadermiddlewares.egress.EgressGuardMiddleware": 90,
     "traverse_crawl.downloadermiddlewares.robots.RobotsMiddleware": 100,

@@ -19,17 +19,22 @@ def backoff_delay(attempt: int, base: float, random: Callable[[], float]) -> flo
 
 
 def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` value (delta-seconds or HTTP date)."""
+    """Seconds to wait from a ``Retry-After`` value (delta-seconds or HTTP date).
+
+    None for anything else (RFC 9110 §10.2.3), so the caller falls back to the
+    normal backoff: ``str.isdigit`` alone accepts non-ASCII digits such as
+    ``"²"`` that ``float`` rejects, and a header is decoded as Latin-1.
+    """
     if value is None:
         return None
     text = value.strip()
     if not text:
         return None
-    if text.isdigit():
+    if text.isascii() and text.isdigit():
         return float(text)
     try:
         when = parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
     if when is None:
         return None

@@ -10,10 +10,12 @@ Where Traverse's code and its docs disagree, the code is copied (SPEC §17):
 - ``get`` returns the newest snapshot whose hash starts with the argument, with no
   ambiguity check, so an empty prefix returns the newest (SPEC §17.6);
 - a directory that cannot be listed reads as empty, and a file that cannot be read,
-  decoded or parsed, or that lacks the snapshot shape, is skipped silently;
+  decoded or parsed, or that lacks the snapshot shape, is skipped (with a warning
+  naming it: issue 10, where Traverse is silent);
 - file bytes are decoded as UTF-8 with U+FFFD, ``bodyBytesBase64`` is decoded as
   leniently as Node's ``Buffer.from(s, "base64")``, and JSON's NaN/Infinity, which
-  ``JSON.parse`` rejects, make a file foreign;
+  ``JSON.parse`` rejects, make a file foreign, as does a number too large to be
+  finite (``1e400``, which JavaScript would read as Infinity);
 - ids are hashed as Node does: a lone surrogate is hashed as U+FFFD.
 
 One deliberate difference: ``put`` refuses a file name that would leave the
@@ -28,6 +30,7 @@ import functools
 import hashlib
 import json
 import logging
+import math
 import os
 import re
 from collections.abc import Iterator
@@ -42,6 +45,10 @@ logger = logging.getLogger(__name__)
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _STRING_FIELDS = ("sourceId", "url", "fetchedAt", "contentType", "body", "bodyHash")
+_OPTIONAL_STRINGS = ("etag", "lastModified")
+# Descriptions of damaged files met while reading (the store's ``list`` shadows
+# the builtin inside the class, hence the alias).
+Damaged = list[str]
 
 
 # -- names -----------------------------------------------------------------------
@@ -89,36 +96,63 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"JSON.parse rejects {name}")
 
 
+def _finite_float(text: str) -> float:
+    # 1e400 parses as infinity, which the manifest could only write as the
+    # invalid JSON ``Infinity`` (issue 10): such a file is damaged.
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"the number {text} is out of range")
+    return number
+
+
 def deserialize(text: str) -> Snapshot | None:
-    """A stored snapshot, or None when the text is not one (foreign or damaged).
+    """A stored snapshot, or None when the text is not one (foreign or damaged)."""
+    parsed = check_snapshot_text(text)
+    return parsed if isinstance(parsed, dict) else None
+
+
+def check_snapshot_text(text: str) -> Snapshot | str:
+    """A stored snapshot, or why the text is not one (a torn or damaged file).
 
     Mirrors Traverse's ``fromDiskShape`` + ``isSnapshot``: a string
     ``bodyBytesBase64`` becomes ``bodyBytes``; any other ``bodyBytes`` (a JSON
     value cannot be bytes) makes the file foreign; other extra keys are kept.
+    Stricter than Traverse: numbers must be finite, ``status`` a whole number,
+    and the optional fields must have their types (issue 10).
     """
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
-    except (ValueError, RecursionError):
-        return None
+        data = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+    except ValueError as exc:
+        return f"not valid JSON ({exc})"
+    except RecursionError:
+        return "not valid JSON (nested too deeply)"
     if not isinstance(data, dict):
-        return None
+        return "not a JSON object"
     encoded = data.get("bodyBytesBase64")
     if isinstance(encoded, str):
         del data["bodyBytesBase64"]
         try:
             data["bodyBytes"] = decode_base64(encoded)
         except (binascii.Error, ValueError):  # unreachable for the lenient path
-            return None
+            return "bodyBytesBase64 is not base64"
     elif "bodyBytes" in data:
-        return None
+        return "bodyBytes is not allowed on disk"
     for key in _STRING_FIELDS:
         if not isinstance(data.get(key), str):
-            return None
+            return f"{key} is missing or not a string"
     status = data.get("status")
     if isinstance(status, bool) or not isinstance(status, (int, float)):
-        return None
-    if isinstance(status, float) and status.is_integer():
+        return "status is missing or not a number"
+    if isinstance(status, float):
+        if not status.is_integer():
+            return f"status {status} is not a whole number"
         data["status"] = int(status)  # JavaScript has one number type: 200.0 is 200
+    for key in _OPTIONAL_STRINGS:
+        if key in data and not isinstance(data[key], str):
+            return f"{key} is not a string"
+    redirects = data.get("redirects", [])
+    if not isinstance(redirects, list) or not all(isinstance(r, str) for r in redirects):
+        return "redirects is not a list of strings"
     return data
 
 
@@ -164,15 +198,16 @@ class FilesystemSnapshotStore:
         atomic_write_text(path, serialize(snapshot))
         return path
 
-    def list(self, source_id: str) -> list[Snapshot]:
+    def list(self, source_id: str, damaged: Damaged | None = None) -> list[Snapshot]:
         """Every readable snapshot of ``source_id``, newest first.
 
         The ``sourceId`` inside a file is not compared with ``source_id`` (SPEC §12).
+        Each damaged file is logged and, when ``damaged`` is given, described there.
         """
-        return sort_newest_first(list(_read_directory(self.directory(source_id))))
+        return sort_newest_first(list(_read_directory(self.directory(source_id), damaged)))
 
-    def latest(self, source_id: str) -> Snapshot | None:
-        found = self.list(source_id)
+    def latest(self, source_id: str, damaged: Damaged | None = None) -> Snapshot | None:
+        found = self.list(source_id, damaged)
         return found[0] if found else None
 
     def get(self, source_id: str, hash_or_prefix: str) -> Snapshot | None:
@@ -212,7 +247,7 @@ class FilesystemSnapshotStore:
                 yield from _read_directory(directory)
 
 
-def _read_directory(directory: str) -> Iterator[Snapshot]:
+def _read_directory(directory: str, damaged: list[str] | None = None) -> Iterator[Snapshot]:
     try:
         names = sorted(os.listdir(directory))
     except OSError:
@@ -226,8 +261,12 @@ def _read_directory(directory: str) -> Iterator[Snapshot]:
         except OSError:
             continue
         # Node's readFile(..., "utf8") replaces invalid bytes rather than failing.
-        parsed = deserialize(raw.decode("utf-8", "replace"))
-        if parsed is None:
-            logger.debug("skipping %s: not a snapshot", os.path.join(directory, name))
+        parsed = check_snapshot_text(raw.decode("utf-8", "replace"))
+        if isinstance(parsed, str):
+            # Traverse skips it silently; a torn or corrupt file is worth a word.
+            problem = f"snapshot file {os.path.join(directory, name)} is damaged: {parsed}"
+            logger.warning("%s; skipped", problem)
+            if damaged is not None:
+                damaged.append(problem)
             continue
         yield parsed

@@ -81,7 +81,10 @@ class PoliteSlot(Slot):
         super().__init__(concurrency, delay, jitter=0.0)
         self.transferring = _EndStamps(self)
         self.queue = _RetriesFirst(self)
-        self.last_end = 0.0
+        # None until a download ends. Not 0.0: the downloader compares these
+        # stamps with time.monotonic(), whose zero is the machine's boot, so a
+        # 0.0 would delay the first request of a freshly booted container.
+        self.last_end: float | None = None
 
     def download_delay(self) -> float:
         # The downloader waits ``returned - now + lastseen`` before it dispatches
@@ -92,6 +95,11 @@ class PoliteSlot(Slot):
             not_before = self.queue[0][0].meta.get(NOT_BEFORE)
         if not self.delay:
             return 0.0 if not_before is None else max(_EPSILON, not_before - self.lastseen)
+        if self.last_end is None:
+            # The origin's first request goes at once (the downloader waits
+            # ``_EPSILON - now + 0``); once it is dispatched (``lastseen`` set),
+            # the next one waits for its end.
+            return self.delay if self.lastseen else _EPSILON
         if self.lastseen > self.last_end:
             # A request was dispatched since the last one ended: it is in flight
             # (it enters ``transferring`` a loop iteration later). Wait for its end.

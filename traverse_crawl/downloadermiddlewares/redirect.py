@@ -75,5 +75,7 @@ class RedirectMiddleware:
         meta["download_slot"] = urls.origin(next_url)
         headers = request.headers.copy()
         drop_validators(headers)
+        if urls.origin(next_url) != urls.origin(request.url):
+            headers.pop(b"Authorization", None)  # credentials from userinfo stay on their origin
         inc(self.crawler.stats, "redirect/count")
         return request.replace(url=next_url, meta=meta, headers=headers, dont_filter=True)

@@ -14,16 +14,19 @@ A sitemap file (``traverse_sitemap_id``, traverse_crawl.sitemaps) is served the
 same way, under its own id.
 
 A page with no snapshot fails alone with ``no-snapshot`` (``no snapshot stored
-for sourceId "<page id>"``). A store that cannot be read at all is a
-``no-snapshot`` too, with the reason appended (Traverse lets that exception end
-the crawl, SPEC §17.7; here a crawl never dies of a page, CONTRACT §5). Any
-other request (robots.txt, a stray request of another component) is refused
-with ``IgnoreRequest``. A store directory that does not exist never gets here:
-the spider records one ``invalid-config`` page per seed instead.
+for sourceId "<page id>"``). A damaged (torn, corrupt) snapshot file is named:
+in the ``no-snapshot`` message when no other snapshot of the page is usable,
+else in a page warning of the page served from an older snapshot. A store that
+cannot be read at all is a ``no-snapshot`` too, with the reason appended
+(Traverse lets that exception end the crawl, SPEC §17.7; here a crawl never
+dies of a page, CONTRACT §5). Any other request (robots.txt, a stray request
+of another component) is refused with ``IgnoreRequest``. A store directory
+that does not exist never gets here: the spider records one ``invalid-config``
+page per seed instead.
 
 Meta keys: ``traverse_page_id``, ``traverse_sitemap_id`` (read),
 ``traverse_snapshot`` (set).
-Stats: ``replay/served``, ``replay/miss``, ``replay/refused``.
+Stats: ``replay/served``, ``replay/miss``, ``replay/refused``, ``replay/damaged``.
 """
 
 from __future__ import annotations
@@ -70,16 +73,22 @@ class ReplayMiddleware:
             inc(self.crawler.stats, "replay/refused")
             raise IgnoreRequest(f"replay mode makes no network request: {request.url}")
         message = f'no snapshot stored for sourceId "{page_id}"'
+        damaged: list[str] = []
         try:
             # Read in the reactor thread: replay has no network I/O to overlap
             # with, and a thread-pool hop per page costs more than the read.
-            snapshot = self.store.latest(page_id)
+            snapshot = self.store.latest(page_id, damaged)
         except Exception as exc:  # the I/O edge: the page fails, the crawl goes on
             logger.warning("replay: cannot read the store for %r: %s", page_id, exc)
             snapshot, message = None, f"{message} (store read failed: {exc})"
+        if damaged:
+            inc(self.crawler.stats, "replay/damaged")
         if snapshot is None:
             inc(self.crawler.stats, "replay/miss")
+            if damaged:
+                message = f'no usable snapshot for sourceId "{page_id}": {"; ".join(damaged)}'
             raise PageFailed(FetchError("no-snapshot", message))
+        request.meta.setdefault("traverse_warnings", []).extend(damaged)
         inc(self.crawler.stats, "replay/served")
         request.meta[SNAPSHOT] = with_flags(snapshot, fromCache=True)
         return _response(request, snapshot)

@@ -1,0 +1,163 @@
+"""A hostile world (issue 10): broken servers and damaged inputs at real loopback servers."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import logging
+import time
+import zlib
+
+import brotli
+import pytest
+import pytest_twisted
+
+from tests.server import Reply
+from tests.test_fetch import sequence
+from traverse_crawl.core.retry import parse_retry_after, retry_wait
+
+# -- decompression bombs are too-large (CONTRACT §2) ----------------------------------
+
+_ZEROS = b"\0" * (4 * 1024 * 1024)
+_BOMBS = {
+    "gzip": gzip.compress(_ZEROS),
+    "deflate": zlib.compress(_ZEROS),
+    "br": brotli.compress(_ZEROS),
+}
+
+
+@pytest.mark.parametrize("encoding", sorted(_BOMBS))
+@pytest_twisted.ensureDeferred
+async def test_decompression_bomb_is_too_large_and_not_retried(server, crawl, encoding):
+    server.routes["/bomb"] = Reply(
+        body=_BOMBS[encoding], headers={"Content-Encoding": encoding}, content_type="text/html"
+    )
+    url = server.url("/bomb")
+    result = await crawl(settings={"DOWNLOAD_MAXSIZE": 1_000_000}, url=url)
+    fetch = result.manifest["pages"][0]["fetch"]
+    assert fetch["error"] == {
+        "kind": "too-large",
+        "message": f"response from {url} exceeds 1000000 bytes",
+    }
+    assert server.count("/bomb") == 1
+
+
+# -- Retry-After that is not a number or a date means the normal backoff --------------
+
+
+@pytest.mark.parametrize("value", ["\xb2", "1\xb2", "\u0661", "soon", "Mon, 99 Foo 2026"])
+def test_unparsable_retry_after_is_ignored(value):
+    assert parse_retry_after(value) is None
+    assert retry_wait(1, 0.25, value, 30.0, lambda: 0.5) == 0.25
+
+
+@pytest_twisted.ensureDeferred
+async def test_non_ascii_retry_after_is_retried_with_backoff(server, crawl):
+    url = server.url("/busy")
+    server.routes["/busy"] = sequence(Reply(503, headers={"Retry-After": "\xb2"}), Reply(body="ok"))
+    result = await crawl(url=url)
+    fetch = result.manifest["pages"][0]["fetch"]
+    assert fetch["snapshot"]["status"] == 200
+    assert fetch["warnings"] == [f"retry 1/2 for {url} after HTTP 503"]
+    assert server.count("/busy") == 2
+
+
+# -- the first request to an origin never waits on the machine's uptime ---------------
+
+
+@pytest_twisted.ensureDeferred
+async def test_first_request_is_not_delayed_on_a_freshly_booted_machine(server, crawl, monkeypatch):
+    # A fake clock (allowed: STYLE §14) for a machine booted 3 s ago; with
+    # TRAVERSE_MIN_DELAY=30 the first request used to wait 30 - 3 = 27 s.
+    started = time.monotonic()
+
+    def uptime() -> float:
+        return 3.0 + time.monotonic() - started
+
+    monkeypatch.setattr("scrapy.core.downloader.monotonic", uptime)
+    monkeypatch.setattr("traverse_crawl.downloadermiddlewares.politeness.monotonic", uptime)
+    server.site({"/": "one page"})
+    result = await crawl(settings={"TRAVERSE_MIN_DELAY": 30}, url=server.url("/"))
+    assert "snapshot" in result.manifest["pages"][0]["fetch"]
+    (hit,) = [h for h in server.hits if h.path == "/"]
+    assert hit.start - started < 5
+
+
+# -- damaged snapshot files are named, never written into a manifest ------------------
+
+
+def _strict_json(text: str) -> object:
+    def reject(name: str) -> object:
+        raise AssertionError(f"invalid JSON constant {name}")
+
+    return json.loads(text, parse_constant=reject)
+
+
+@pytest_twisted.ensureDeferred
+async def test_replay_names_a_damaged_snapshot_file(server, crawl, tmp_path):
+    server.site({"/": '<a href="/a">a</a><a href="/b">b</a>', "/a": "page a", "/b": "page b"})
+    await crawl(url=server.url("/"))
+    files = {json.loads(p.read_text())["url"]: p for p in (tmp_path / "store").rglob("*.json")}
+    infinite = files[server.url("/a")]
+    infinite.write_text(infinite.read_text().replace('"status": 200', '"status": 1e400'))
+    torn = files[server.url("/b")]
+    torn.write_text(torn.read_text()[:40])
+    result = await crawl(settings={"TRAVERSE_MODE": "replay"}, url=server.url("/"))
+    text = next(result.manifest_dir.glob("*.json")).read_text()
+    pages = _strict_json(text)["pages"]  # type: ignore[index]
+    assert "snapshot" in pages[0]["fetch"]
+    for page, path, why in ((pages[1], infinite, "1e400"), (pages[2], torn, "not valid JSON")):
+        error = page["fetch"]["error"]
+        assert error["kind"] == "no-snapshot"
+        assert f"snapshot file {path} is damaged" in error["message"], error
+        assert why in error["message"]
+    assert result.stats["replay/damaged"] == 2
+
+
+# -- a same-origin link with userinfo ---------------------------------------------------
+
+
+@pytest_twisted.ensureDeferred
+async def test_same_origin_link_with_userinfo_is_fetched_with_basic_auth(
+    server, server2, crawl, caplog
+):
+    host = server.origin.removeprefix("http://")
+    secret_link = f"http://us%40er:s3cr%3At@{host}/private"
+    server.site(
+        {
+            "/": f'<a href="{secret_link}">p</a>',
+            "/private": Reply(302, headers={"Location": server2.url("/elsewhere")}),
+        }
+    )
+    server2.site({"/elsewhere": "moved"})
+    caplog.set_level(logging.INFO)
+    result = await crawl(url=server.url("/"))
+    page = result.manifest["pages"][1]
+    assert page["url"] == secret_link
+    snapshot = page["fetch"]["snapshot"]
+    assert snapshot["redirects"] == [server.url("/private")]
+    assert snapshot["url"] == server2.url("/elsewhere")
+    (hit,) = [h for h in server.hits if h.path == "/private"]
+    assert hit.headers["Authorization"] == "Basic " + base64.b64encode(b"us@er:s3cr:t").decode()
+    # The credentials never leave their origin, and no log line shows the password
+    # (at DEBUG, Scrapy's "Scraped from" dumps the item, whose page URL has it).
+    (moved,) = [h for h in server2.hits if h.path == "/elsewhere"]
+    assert "Authorization" not in moved.headers
+    assert "s3cr" not in caplog.text
+
+
+# -- disguised numeric hosts: the address they stand for decides (docs/egress.md) ------
+
+
+@pytest.mark.parametrize("host", ["0x7f000001", "2130706433", "0177.0.0.1", "127.1", "0x7f.1"])
+@pytest_twisted.ensureDeferred
+async def test_disguised_loopback_seed_is_refused_as_loopback(server, crawl, host):
+    port = server.server_address[1]
+    server.site({"/": "never fetched"})
+    result = await crawl(settings={"TRAVERSE_EGRESS_ALLOW": []}, url=f"http://{host}:{port}/")
+    page = result.manifest["pages"][0]
+    assert page["url"] == f"http://127.0.0.1:{port}/"  # normalised before any request
+    assert page["fetch"]["error"]["kind"] == "egress-denied"
+    assert "127.0.0.1 is a loopback address" in page["fetch"]["error"]["message"]
+    assert server.hits == []
