@@ -15,6 +15,7 @@ import pytest_twisted
 
 from tests.server import Reply
 from tests.test_fetch import sequence
+from tests.tlsserver import serve_tls
 from traverse_crawl.core.retry import parse_retry_after, retry_wait
 
 # -- decompression bombs are too-large (CONTRACT §2) ----------------------------------
@@ -161,3 +162,97 @@ async def test_disguised_loopback_seed_is_refused_as_loopback(server, crawl, hos
     assert page["fetch"]["error"]["kind"] == "egress-denied"
     assert "127.0.0.1 is a loopback address" in page["fetch"]["error"]["message"]
     assert server.hits == []
+
+
+# -- response headers are capped (TRAVERSE_MAX_HEADER_SIZE) -----------------------------
+
+
+def _endless_headers(handler) -> Reply:
+    handler.wfile.write(b"HTTP/1.1 200 OK\r\n")
+    line = b"X-Filler: " + b"a" * 100 + b"\r\n"
+    try:
+        for _ in range(2_000_000):  # 200 MB unless the client hangs up
+            handler.wfile.write(line)
+    except OSError:
+        pass
+    handler.close_connection = True
+    return Reply(body="")
+
+
+def _one_long_line(handler) -> Reply:
+    handler.wfile.write(b"HTTP/1.1 200 OK\r\nX-Long: " + b"b" * 200_000 + b"\r\n\r\n")
+    handler.close_connection = True
+    return Reply(body="")
+
+
+@pytest_twisted.ensureDeferred
+async def test_response_headers_over_the_cap_are_too_large_and_not_retried(server, crawl):
+    many = {f"X-H{i}": "v" * 700 for i in range(100)}  # a 70 KB header block
+    server.site(
+        {
+            "/": '<a href="/many">m</a><a href="/endless">e</a><a href="/long">l</a>'
+            '<a href="/fine">f</a>',
+            "/many": Reply(body="x", headers=many),
+            "/fine": Reply(body="ok", headers={f"X-H{i}": "v" * 100 for i in range(100)}),
+        }
+    )
+    server.routes["/endless"] = _endless_headers
+    server.routes["/long"] = _one_long_line
+    result = await crawl(url=server.url("/"))
+    pages = result.manifest["pages"]
+    for page, path in zip(pages[1:4], ("/many", "/endless", "/long"), strict=True):
+        assert page["fetch"]["error"] == {
+            "kind": "too-large",
+            "message": f"response headers from {server.url(path)} exceed 65536 bytes "
+            "(TRAVERSE_MAX_HEADER_SIZE)",
+        }
+        assert server.count(path) == 1
+    assert "snapshot" in pages[4]["fetch"]
+
+
+@pytest_twisted.ensureDeferred
+async def test_header_cap_is_a_setting(server, crawl):
+    server.site({"/": Reply(body="x", headers={f"X-H{i}": "v" * 700 for i in range(100)})})
+    result = await crawl(settings={"TRAVERSE_MAX_HEADER_SIZE": 200_000}, url=server.url("/"))
+    assert "snapshot" in result.manifest["pages"][0]["fetch"]
+
+
+# -- TLS certificates are verified by default -------------------------------------------
+
+
+@pytest.fixture
+def tls_server(tmp_path):
+    yield from serve_tls(tmp_path)
+
+
+@pytest_twisted.ensureDeferred
+async def test_self_signed_certificate_is_refused_by_default(tls_server, crawl):
+    tls_server.site({"/": "secret", "/robots.txt": Reply(body="", content_type="text/plain")})
+    url = tls_server.url("/")
+    result = await crawl(settings={"TRAVERSE_EGRESS_ALLOW": [tls_server.origin]}, url=url)
+    fetch = result.manifest["pages"][0]["fetch"]
+    assert fetch["error"]["kind"] == "network"
+    assert fetch["error"]["message"].startswith(
+        f"request to {url} failed: the server's TLS certificate is not trusted"
+    )
+    # Not retried: the certificate will not change (robots.txt failed the same way).
+    assert not [w for w in fetch.get("warnings", []) if w.startswith("retry")]
+    assert tls_server.hits == []
+
+
+@pytest_twisted.ensureDeferred
+async def test_unverified_tls_is_allowed_by_setting_with_a_page_warning(tls_server, crawl):
+    tls_server.site({"/": "secret", "/robots.txt": Reply(body="", content_type="text/plain")})
+    url = tls_server.url("/")
+    result = await crawl(
+        settings={
+            "TRAVERSE_EGRESS_ALLOW": [tls_server.origin],
+            "DOWNLOAD_VERIFY_CERTIFICATES": False,
+        },
+        url=url,
+    )
+    fetch = result.manifest["pages"][0]["fetch"]
+    assert fetch["snapshot"]["status"] == 200
+    assert fetch["warnings"] == [
+        f"TLS certificate of {url} not verified (DOWNLOAD_VERIFY_CERTIFICATES is False)"
+    ]

@@ -11,7 +11,8 @@ exceptions here are control flow inside Scrapy (STYLE §8):
 - ``CommandFailed``: a store command's one-line failure (``commands.common``).
 
 ``fetch_error_from_failure`` is the I/O edge where broad exceptions are caught:
-anything unexpected becomes ``network`` with its message, never a traceback.
+anything unexpected becomes ``network`` with one sentence naming the URL and the
+cause (``failures.describe``), never a traceback or a repr.
 ``ConfigError`` (a bad setting or argument) is pure and lives in ``core.errors``.
 """
 
@@ -25,6 +26,8 @@ from twisted.internet.error import TimeoutError as TxTimeoutError
 from twisted.python.failure import Failure
 
 from traverse_crawl.core.errors import FetchError
+from traverse_crawl.downloadhandlers.http11 import headers_too_large
+from traverse_crawl.failures import describe
 
 
 class PageFailed(IgnoreRequest):
@@ -59,12 +62,18 @@ def fetch_error_from_failure(
         # than download max size ..."), by Content-Length or while streaming.
         if "max size" in str(exc) or not str(exc):
             return too_large_error(request, request.meta.get("download_maxsize", maxsize))
+    too_many = headers_too_large(exc)
+    if too_many is not None:
+        return FetchError(
+            "too-large",
+            f"response headers from {request.url} exceed {too_many.limit} bytes "
+            "(TRAVERSE_MAX_HEADER_SIZE)",
+        )
     if isinstance(exc.__cause__, _DecompressionMaxSizeExceeded):
         # HttpCompressionMiddleware stops a decompression bomb (gzip, deflate,
         # brotli, zstd) at DOWNLOAD_MAXSIZE: CONTRACT §2 makes that too-large.
         return too_large_error(request, request.meta.get("download_maxsize", maxsize))
-    message = str(exc).strip() or type(exc).__name__
-    return FetchError("network", message)
+    return FetchError("network", describe(exc, request.url))
 
 
 def timeout_error(request: Request, timeout: float) -> FetchError:

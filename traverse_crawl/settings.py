@@ -65,6 +65,7 @@ SPIDER_MIDDLEWARES = {
 #  600  RedirectMiddleware      (replaces built-in) manual, chain recorded, robots per hop
 #  650  RevalidateMiddleware    conditional GET from the stored snapshot
 #  950  PolitenessMiddleware    per-origin download slots, end-to-start delay
+#  960  UnverifiedTlsMiddleware DOWNLOAD_VERIFY_CERTIFICATES=False: warn on each HTTPS page
 DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
@@ -79,6 +80,19 @@ DOWNLOADER_MIDDLEWARES = {
     "traverse_crawl.downloadermiddlewares.redirect.RedirectMiddleware": 600,
     "traverse_crawl.downloadermiddlewares.revalidate.RevalidateMiddleware": 650,
     "traverse_crawl.downloadermiddlewares.politeness.PolitenessMiddleware": 950,
+    "traverse_crawl.downloadermiddlewares.tls.UnverifiedTlsMiddleware": 960,
+}
+
+# HTTP(S) downloads go through Scrapy's HTTP/1.1 handler with a cap on response
+# header size (TRAVERSE_MAX_HEADER_SIZE). Set in the _BASE dict so that the render
+# add-on's DOWNLOAD_HANDLERS (scrapy-playwright) still takes precedence.
+DOWNLOAD_HANDLERS_BASE = {
+    "data": "scrapy.core.downloader.handlers.datauri.DataURIDownloadHandler",
+    "file": "scrapy.core.downloader.handlers.file.FileDownloadHandler",
+    "http": "traverse_crawl.downloadhandlers.http11.HeaderCappedHTTP11DownloadHandler",
+    "https": "traverse_crawl.downloadhandlers.http11.HeaderCappedHTTP11DownloadHandler",
+    "s3": "scrapy.core.downloader.handlers.s3.S3DownloadHandler",
+    "ftp": "scrapy.core.downloader.handlers.ftp.FTPDownloadHandler",
 }
 
 # The request target sent is the WHATWG URL's path and query byte for byte

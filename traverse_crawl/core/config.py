@@ -177,6 +177,13 @@ def parse_size(name: str, value: Any) -> int:
     return number
 
 
+def parse_header_size(name: str, value: Any) -> int:
+    number = parse_whole(name, value)
+    if number < 1024:
+        raise ConfigError(name, f"expected a whole number >= 1024, got {value!r}")
+    return number
+
+
 class Field(NamedTuple):
     setting: str
     default: Any
@@ -217,6 +224,10 @@ FIELDS: dict[str, Field] = {
     "sitemaps": Field("TRAVERSE_SITEMAPS", "off", choice(get_args(SitemapMode))),
     "warc_dir": Field("TRAVERSE_WARC_DIR", "", lambda _, value: str(value).strip()),
     "warc_max_size": Field("TRAVERSE_WARC_MAX_SIZE", 1024**3, parse_size),
+    "max_header_size": Field("TRAVERSE_MAX_HEADER_SIZE", 65536, parse_header_size),
+    # Verify TLS certificates, as Traverse (Node's fetch) does; Scrapy's default
+    # is False. False (intranets, tests) adds a page warning (downloadermiddlewares/tls.py).
+    "tls_verify": Field("DOWNLOAD_VERIFY_CERTIFICATES", True, parse_bool),
 }
 DEFAULTS: dict[str, Any] = {field.setting: field.default for field in FIELDS.values()}
 
@@ -248,6 +259,8 @@ class TraverseConfig:
     sitemaps: SitemapMode
     warc_dir: str
     warc_max_size: int
+    max_header_size: int
+    tls_verify: bool
 
     @classmethod
     def from_settings(cls, settings: SettingsLike) -> TraverseConfig:

@@ -34,6 +34,8 @@ from twisted.internet.error import TimeoutError as TxTimeoutError
 from traverse_crawl.core.attempt import BACKOFF, next_attempt
 from traverse_crawl.core.config import get_config
 from traverse_crawl.core.retry import is_retryable_status, retry_wait
+from traverse_crawl.downloadhandlers.http11 import headers_too_large
+from traverse_crawl.failures import is_untrusted_certificate
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +69,8 @@ class RetryMiddleware:
     def process_exception(self, request: Request, exception: Exception) -> Request | None:
         if request.meta.get("dont_retry") or isinstance(exception, IgnoreRequest):
             return None
+        if headers_too_large(exception) is not None or is_untrusted_certificate(exception):
+            return None  # the same server sends the same headers, or certificate, again
         if isinstance(exception, _TIMEOUTS):
             reason = "timeout"
         elif isinstance(exception, self.network_errors) and "max size" not in str(exception):
