@@ -279,7 +279,8 @@ async def test_dns_failure_is_a_retried_network_error(scripted_dns, crawl):
     fetch = result.manifest["pages"][0]["fetch"]
     assert fetch["error"] == {
         "kind": "network",
-        "message": "DNS lookup failed for nxdomain.test: no address found",
+        "message": f"request to {url} failed: DNS lookup failed for nxdomain.test: "
+        "no address found",
     }
     assert fetch["warnings"] == [f"retry 1/1 for {url} after network"]
     assert scripted_dns.queries("nxdomain.test") == 2

@@ -72,7 +72,8 @@ def _phrase(cause: BaseException, never_received: bool) -> str | None:
     if isinstance(cause, (tx.ConnectionRefusedError, DownloadConnectionRefusedError)):
         return "the connection was refused"
     if isinstance(cause, (tx.DNSLookupError, CannotResolveHostError)):
-        return "the host name could not be resolved"
+        detail = str(cause).strip().rstrip(".")
+        return detail if detail and "<" not in detail else "the host name could not be resolved"
     if isinstance(cause, ResponseDataLossError):
         return "the connection closed before the whole body arrived"
     if isinstance(cause, ParseError):

@@ -225,6 +225,7 @@ FIELDS: dict[str, Field] = {
     "warc_dir": Field("TRAVERSE_WARC_DIR", "", lambda _, value: str(value).strip()),
     "warc_max_size": Field("TRAVERSE_WARC_MAX_SIZE", 1024**3, parse_size),
     "max_header_size": Field("TRAVERSE_MAX_HEADER_SIZE", 65536, parse_header_size),
+    "max_links_per_page": Field("TRAVERSE_MAX_LINKS_PER_PAGE", 10000, parse_whole),
     # Verify TLS certificates, as Traverse (Node's fetch) does; Scrapy's default
     # is False. False (intranets, tests) adds a page warning (downloadermiddlewares/tls.py).
     "tls_verify": Field("DOWNLOAD_VERIFY_CERTIFICATES", True, parse_bool),
@@ -260,6 +261,7 @@ class TraverseConfig:
     warc_dir: str
     warc_max_size: int
     max_header_size: int
+    max_links_per_page: int
     tls_verify: bool
 
     @classmethod

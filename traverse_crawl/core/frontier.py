@@ -15,12 +15,19 @@ Sitemap URLs (CONTRACT §9) enter right after the seed's links, so after
 ``add_sitemap_urls()``; the seed's links, whose positions are known, are
 admitted at once. Whichever comes back first, the queue is the same.
 
+Memory (issue 10): only the first ``max_pages`` queue entries can ever be
+admitted, so only they are kept as URLs; a URL discovered past that point is
+needed only to count it once in ``remaining`` (the truncation warning), so it is
+kept as a 64-bit hash (``overflow``). A site cannot grow the frontier by more
+than one small integer per distinct URL, however many pages link to it.
+
 The state is plain data (``to_dict``/``from_dict``) so that it can be persisted
 with ``JOBDIR`` or shared by distributed workers.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,6 +81,7 @@ class Frontier:
         # URL -> the URL of the page whose links first queued it: the BFS tree that
         # ``scrapy report`` draws (the optional ``discoveredFrom`` of CONTRACT §3).
         self.discovered_from: dict[str, str] = {}
+        self.overflow: set[int] = set()  # hashes of distinct URLs past the admissible queue
         self.admitted = 0
         self.pending: dict[int, Outcome] = {}
         self.pages: list[dict[str, Any]] = []
@@ -133,9 +141,7 @@ class Frontier:
 
     def _queue_sitemap_urls(self) -> None:
         for url in self.sitemap_urls or ():
-            if url not in self.seen:
-                self.seen.add(url)
-                self.queue.append((url, 1))
+            self._discover(url, 1)
 
     def may_follow(self, depth: int) -> bool:
         """Links are read only from pages below the depth limit (SPEC §13.3)."""
@@ -185,16 +191,24 @@ class Frontier:
                     f"({done.offhost_final_url}); its links were not followed"
                 )
             for link in done.links:
-                if link not in self.seen:
-                    self.seen.add(link)
-                    self.queue.append((link, depth + 1))
-                    self.discovered_from[link] = url
+                self._discover(link, depth + 1, url)
             if position == 0 and self.sitemap_urls is not None:
                 self._queue_sitemap_urls()
             self.pages.append(page)
             self.page_notes.append(notes)
             committed.append(page)
         return committed
+
+    def _discover(self, link: str, depth: int, parent: str | None = None) -> None:
+        if link in self.seen:
+            return
+        if len(self.queue) < self.max_pages:
+            self.seen.add(link)
+            self.queue.append((link, depth))
+            if parent is not None:
+                self.discovered_from[link] = parent
+        else:
+            self.overflow.add(_url_hash(link))
 
     # -- completion ----------------------------------------------------------
 
@@ -210,7 +224,7 @@ class Frontier:
     @property
     def remaining(self) -> int:
         """URLs discovered but not fetched (the queue left when the loop stops)."""
-        return len(self.queue) - len(self.pages)
+        return len(self.queue) + len(self.overflow) - len(self.pages)
 
     def note_store_failure(self, index: int, message: str) -> None:
         """SPEC §13.6: a failed store write is a page-scoped warning; the page stands."""
@@ -283,6 +297,7 @@ class Frontier:
             "sitemaps_expected": self.sitemaps_expected,
             "sitemap_urls": self.sitemap_urls,
             "sitemap_warnings": self.sitemap_warnings,
+            "overflow": sorted(self.overflow),
         }
 
     @classmethod
@@ -294,6 +309,7 @@ class Frontier:
         frontier.seen = {url for url, _ in frontier.queue}
         # State saved before ``discoveredFrom`` existed resumes without it (optional field).
         frontier.discovered_from = dict(data.get("discovered_from", {}))
+        frontier.overflow = set(data.get("overflow", ()))
         frontier.pages = list(data["pages"])
         frontier.page_notes = [list(n) for n in data["page_notes"]]
         frontier.store_warnings = {int(k): v for k, v in data["store_warnings"].items()}
@@ -303,3 +319,11 @@ class Frontier:
         # Admitted but uncommitted pages are fetched again after a resume.
         frontier.admitted = len(frontier.pages)
         return frontier
+
+
+def _url_hash(url: str) -> int:
+    """A stable 64-bit hash (it is persisted); a collision can only make the
+    truncation count one lower, with odds of about n²/2⁶⁵ for n URLs."""
+    return int.from_bytes(
+        hashlib.blake2b(url.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    )

@@ -2,7 +2,10 @@
 
 Differences from Traverse, chosen on purpose (docs/architecture.md):
 - attribute names match in any case (an HTML5 parser sees ``HREF=`` as ``href``);
-- ``<base href>`` is honoured, as browsers do (issue 2).
+- ``<base href>`` is honoured, as browsers do (issue 2);
+- bounded work (issue 10): the parse's bounds (``core.html``), and at most
+  ``max_links`` distinct links per page (``TRAVERSE_MAX_LINKS_PER_PAGE``); a page
+  that hits a bound gets a page warning and keeps its snapshot.
 """
 
 from __future__ import annotations
@@ -10,17 +13,26 @@ from __future__ import annotations
 import ada_url
 
 from traverse_crawl.core import urls
-from traverse_crawl.core.html import parse_html
+from traverse_crawl.core.html import parse_html_bounded
 
 
 def discover_links(body: str, page_url: str, seed_origin: str) -> list[str]:
-    """Same-origin, fragment-less hrefs of ``body`` in document order, first wins.
+    """Same-origin, fragment-less hrefs of ``body`` in document order, first wins."""
+    return find_links(body, page_url, seed_origin)[0]
+
+
+def find_links(
+    body: str, page_url: str, seed_origin: str, max_links: int | None = None
+) -> tuple[list[str], list[str]]:
+    """Same-origin, fragment-less hrefs of ``body`` in document order, first wins,
+    at most ``max_links`` of them; and the page warnings for each bound hit.
 
     Never raises: a page that cannot be parsed yields no links.
     """
-    root = parse_html(body)
+    parsed = parse_html_bounded(body)
+    root, warnings = parsed.root, parsed.warnings
     if root is None:
-        return []
+        return [], warnings
     base = page_url
     for base_el in root.iter("base"):
         href = base_el.get("href")
@@ -44,9 +56,15 @@ def discover_links(body: str, page_url: str, seed_origin: str) -> list[str]:
             continue
         resolved = resolve_on_origin(base, href, seed_origin, prefix)
         if resolved is not None and resolved not in seen:
+            if max_links is not None and len(found) >= max_links:
+                warnings.append(
+                    f"more than {max_links} links on the page; only the first {max_links} "
+                    "were followed (TRAVERSE_MAX_LINKS_PER_PAGE)"
+                )
+                break
             seen.add(resolved)
             found.append(resolved)
-    return found
+    return found, warnings
 
 
 def resolve_on_origin(

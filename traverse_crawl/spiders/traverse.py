@@ -19,6 +19,7 @@ With ``TRAVERSE_SITEMAPS`` on, each seed's sitemap files are requested too
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections.abc import AsyncIterator, Iterator
@@ -36,7 +37,7 @@ from traverse_crawl.core.attempt import SNAPSHOT
 from traverse_crawl.core.config import TraverseConfig, get_config
 from traverse_crawl.core.errors import FetchError
 from traverse_crawl.core.frontier import Admission, Frontier, Outcome
-from traverse_crawl.core.links import discover_links
+from traverse_crawl.core.links import find_links
 from traverse_crawl.core.sourceref import build_source_ref
 from traverse_crawl.exceptions import fetch_error_from_failure
 from traverse_crawl.items import PageItem
@@ -46,6 +47,9 @@ from traverse_crawl.stats import inc
 from traverse_crawl.wire import WhatwgRequest
 
 logger = logging.getLogger(__name__)
+
+# Pages at least this long (characters) are parsed for links in a worker thread.
+_THREAD_PARSE_CHARS = 256 * 1024
 
 
 class TraverseSpider(Spider):
@@ -130,11 +134,11 @@ class TraverseSpider(Spider):
 
     # -- outcomes ------------------------------------------------------------
 
-    def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
+    async def parse(self, response: Response, **kwargs: Any) -> AsyncIterator[Any]:
         meta = response.meta
         key, index = meta["traverse_seed"], meta["traverse_index"]
         try:
-            outcome, snapshot = self._outcome(self.frontiers[key], index, response)
+            outcome, snapshot = await self._outcome(self.frontiers[key], index, response)
         except Exception as exc:  # a bug must not leave the page, and its seed, unrecorded
             logger.exception("unexpected error while processing %s", response.url)
             inc(self.crawler.stats, "frontier/unexpected_error")
@@ -143,29 +147,48 @@ class TraverseSpider(Spider):
                 Outcome(_fetch_record(meta, FetchError("network", message))),
                 None,
             )
-        return self._finish(key, index, outcome, snapshot)
+        for out in self._finish(key, index, outcome, snapshot):
+            yield out
 
-    def _outcome(
+    async def _outcome(
         self, frontier: Frontier, index: int, response: Response
     ) -> tuple[Outcome, dict[str, Any] | None]:
         meta = response.meta
         snapshot = meta.get(SNAPSHOT) or self._snapshot(response)
         if isinstance(snapshot, FetchError):
             return Outcome(_fetch_record(meta, snapshot)), None
-        outcome = Outcome(
-            _fetch_record(meta, snapshot),
-            source_ref=build_source_ref(snapshot),
-            body_size=snap.body_size(snapshot),
-        )
+        links: list[str] = []
+        offhost: str | None = None
         _, depth = frontier.queue[index]
         if snapshot["contentType"] == "html" and frontier.may_follow(depth):
             if urls.same_origin(snapshot["url"], frontier.seed_origin):
-                outcome.links = discover_links(
-                    snapshot["body"], snapshot["url"], frontier.seed_origin
-                )
+                links = await self._links(snapshot, frontier.seed_origin, meta)
             else:
-                outcome.offhost_final_url = snapshot["url"]
+                offhost = snapshot["url"]
+        outcome = Outcome(
+            _fetch_record(meta, snapshot),
+            links=links,
+            offhost_final_url=offhost,
+            source_ref=build_source_ref(snapshot),
+            body_size=snap.body_size(snapshot),
+        )
         return outcome, snapshot
+
+    async def _links(
+        self, snapshot: dict[str, Any], origin: str, meta: dict[str, Any]
+    ) -> list[str]:
+        """Link discovery, bounded (issue 10). A large page is parsed in a worker
+        thread (lxml releases the GIL while it parses), so other seeds' requests
+        and a stop signal go on meanwhile; a small one is not worth the hop."""
+        args = (snapshot["body"], snapshot["url"], origin, self.config.max_links_per_page)
+        if len(snapshot["body"]) < _THREAD_PARSE_CHARS:
+            links, warnings = find_links(*args)
+        else:
+            links, warnings = await asyncio.to_thread(find_links, *args)
+        if warnings:
+            meta.setdefault("traverse_warnings", []).extend(warnings)
+            inc(self.crawler.stats, "frontier/link_bound_hit")
+        return links
 
     def _snapshot(self, response: Response) -> dict[str, Any] | FetchError:
         status = response.status
