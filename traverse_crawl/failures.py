@@ -85,8 +85,8 @@ def _phrase(cause: BaseException, never_received: bool) -> str | None:
     if isinstance(cause, tx.TCPTimedOutError):
         return "the connection timed out"
     if isinstance(cause, tx.ConnectError):
-        detail = cause.osError or (cause.args[0] if cause.args else None)
-        return f"could not connect ({detail})" if detail else "could not connect"
+        why = cause.osError or (cause.args[0] if cause.args else None)
+        return f"could not connect ({why})" if why else "could not connect"
     return None
 
 
