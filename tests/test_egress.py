@@ -296,7 +296,8 @@ async def test_a_silent_dns_server_is_bounded_by_the_download_timeout(scripted_d
     # The message names the bound that ended the lookup: DOWNLOAD_TIMEOUT, not DNS_TIMEOUT's 60 s.
     assert result.manifest["pages"][0]["fetch"]["error"] == {
         "kind": "network",
-        "message": "DNS lookup failed for slow.test: no answer within 0.3s",
+        "message": f"request to {url} failed: DNS lookup failed for slow.test: "
+        "no answer within 0.3s",
     }
 
 
