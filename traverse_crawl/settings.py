@@ -83,20 +83,9 @@ DOWNLOADER_MIDDLEWARES = {
     "traverse_crawl.downloadermiddlewares.tls.UnverifiedTlsMiddleware": 960,
 }
 
-# HTTP(S) downloads go through Scrapy's HTTP/1.1 handler with a cap on response
-# header size (TRAVERSE_MAX_HEADER_SIZE). Set in the _BASE dict so that the render
-# add-on's DOWNLOAD_HANDLERS (scrapy-playwright) still takes precedence.
-DOWNLOAD_HANDLERS_BASE = {
-    "data": "scrapy.core.downloader.handlers.datauri.DataURIDownloadHandler",
-    "file": "scrapy.core.downloader.handlers.file.FileDownloadHandler",
-    "http": "traverse_crawl.downloadhandlers.http11.HeaderCappedHTTP11DownloadHandler",
-    "https": "traverse_crawl.downloadhandlers.http11.HeaderCappedHTTP11DownloadHandler",
-    "s3": "scrapy.core.downloader.handlers.s3.S3DownloadHandler",
-    "ftp": "scrapy.core.downloader.handlers.ftp.FTPDownloadHandler",
-}
-
 # The request target sent is the WHATWG URL's path and query byte for byte
-# (issue 11): Scrapy's HTTP/1.1 handler, minus Twisted's urllib re-serialisation.
+# (issue 11): Scrapy's HTTP/1.1 handler, minus Twisted's urllib re-serialisation,
+# with a cap on response header size (TRAVERSE_MAX_HEADER_SIZE, issue 10).
 # The render add-on swaps in its subclass of scrapy-playwright's handler.
 DOWNLOAD_HANDLERS = {
     "http": "traverse_crawl.wire.ExactTargetDownloadHandler",

@@ -29,7 +29,6 @@ from typing import Any
 
 from scrapy import Request
 from scrapy.core.downloader.handlers.http11 import (
-    HTTP11DownloadHandler,
     _BindAddressAgent,
     _ScrapyAgent,
 )
@@ -42,6 +41,7 @@ from twisted.web.client import URI
 from twisted.web.iweb import IBodyProducer, IResponse
 
 from traverse_crawl.core import urls
+from traverse_crawl.downloadhandlers.http11 import HeaderCappedHTTP11DownloadHandler
 
 logger = logging.getLogger(__name__)
 
@@ -111,8 +111,9 @@ class _ExactTargetScrapyAgent(_ScrapyAgent):
         return agent
 
 
-class ExactTargetDownloadHandler(HTTP11DownloadHandler):
-    """Scrapy's HTTP/1.1 handler, sending each request target exactly as its URL has it."""
+class ExactTargetDownloadHandler(HeaderCappedHTTP11DownloadHandler):
+    """Scrapy's HTTP/1.1 handler, sending each request target exactly as its URL has
+    it, with the response header cap of ``downloadhandlers.http11`` (issue 10)."""
 
     async def download_request(self, request: Request) -> Response:
         agent = _ExactTargetScrapyAgent(

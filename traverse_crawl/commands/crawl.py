@@ -19,6 +19,7 @@ from scrapy.settings import BaseSettings
 
 from traverse_crawl.core.config import TraverseConfig
 from traverse_crawl.core.errors import ConfigError
+from traverse_crawl.core.scrapy_settings import parse_log_level
 from traverse_crawl.core.seeds import seeds_from_args
 from traverse_crawl.rendering.addon import check_render
 
@@ -27,7 +28,40 @@ logger = logging.getLogger(__name__)
 _SPIDER_ARGS = ("url", "seeds", "source_id", "content_type")
 
 
+def check_arguments(spargs: dict[str, str]) -> None:
+    """An unknown ``-a`` (``source-id`` for ``source_id``) would be ignored silently.
+
+    Names starting with ``_`` are scrapyd's (``_job``) and pass.
+    """
+    unknown = sorted(k for k in spargs if k not in _SPIDER_ARGS and not k.startswith("_"))
+    if unknown:
+        raise ConfigError(
+            "arguments",
+            f"unknown spider argument(s) {', '.join(unknown)}; accepted: {', '.join(_SPIDER_ARGS)}",
+        )
+
+
+def make_directory(name: str, path: str) -> None:
+    """Create ``path``, or say in plain words why it cannot be (issue 10)."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ConfigError(name, f"{path!r} is not a directory")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(name, f"cannot create {path!r}: {exc.strerror or exc}") from None
+
+
 class Command(ScrapyCrawlCommand):
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        super().process_options(args, opts)
+        # Scrapy configures logging with LOG_LEVEL before run(): a bad level
+        # would end in a traceback there.
+        if self.settings is not None and args and args[0] == "traverse":
+            try:
+                parse_log_level("LOG_LEVEL", self.settings.get("LOG_LEVEL"))
+            except ConfigError as exc:
+                raise UsageError(str(exc), print_help=False) from None
+
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         settings = self.settings
         if settings is not None and args and args[0] == "traverse":
@@ -46,16 +80,13 @@ def check(settings: BaseSettings, spargs: dict[str, str]) -> None:
     With rendering on, that includes a browser that cannot start (CONTRACT §2).
     """
     config = TraverseConfig.from_settings(settings)
+    check_arguments(spargs)
     seeds_from_args(**{k: spargs[k] for k in _SPIDER_ARGS if k in spargs})
-    for name, path in (
-        ("TRAVERSE_MANIFEST_DIR", config.manifest_dir),
-        *((("TRAVERSE_STORE", config.store),) if config.mode == "capture" else ()),
-        *((("TRAVERSE_WARC_DIR", config.warc_dir),) if config.mode == "capture" else ()),
-    ):
-        if not path:
-            continue
-        try:
-            os.makedirs(path, exist_ok=True)
-        except OSError as exc:
-            raise ConfigError(name, f"cannot create {path!r}: {exc.strerror or exc}") from None
+    make_directory("TRAVERSE_MANIFEST_DIR", config.manifest_dir)
+    if config.mode == "capture":
+        make_directory("TRAVERSE_STORE", config.store)
+        if config.warc_dir:
+            make_directory("TRAVERSE_WARC_DIR", config.warc_dir)
+    elif os.path.exists(config.store) and not os.path.isdir(config.store):
+        raise ConfigError("TRAVERSE_STORE", f"{config.store!r} is not a directory")
     check_render(settings)

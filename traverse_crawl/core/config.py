@@ -22,6 +22,13 @@ import cssselect
 from traverse_crawl.core import urls
 from traverse_crawl.core.errors import ConfigError
 from traverse_crawl.core.robots import Matcher, Policy
+from traverse_crawl.core.scrapy_settings import (
+    check_scrapy_settings,
+    parse_count,
+    parse_delay,
+    parse_size,
+    parse_timeout,
+)
 
 Mode = Literal["live", "capture", "replay"]
 RenderPolicy = Literal["never", "always", "on-shell-warning"]
@@ -146,13 +153,6 @@ def at_least(low: float, high: float = math.inf) -> Parser[float]:
     return lambda name, value: min(max(low, parse_float(name, value)), high)
 
 
-def parse_positive(name: str, value: Any) -> float:
-    number = parse_float(name, value)
-    if number <= 0:
-        raise ConfigError(name, f"expected a number > 0, got {number!r}")
-    return number
-
-
 def parse_path(name: str, value: Any) -> str:
     text = str(value)
     if not text.strip():
@@ -166,15 +166,16 @@ def parse_retries(name: str, value: Any) -> int:
     return int(at_least(0.0, MAX_RETRIES)(name, value))
 
 
-def parse_text(name: str, value: Any) -> str:
-    return str(value)
-
-
-def parse_size(name: str, value: Any) -> int:
-    number = parse_whole(name, value)
-    if number < 1:
-        raise ConfigError(name, f"expected a whole number of bytes >= 1, got {value!r}")
-    return number
+def parse_user_agent(name: str, value: Any) -> str:
+    """Non-empty: an empty name matches every robots.txt group (issue 10)."""
+    text = str(value)
+    if not text.strip():
+        raise ConfigError(
+            name,
+            "expected a non-empty bot name (its first product token selects the "
+            f"robots.txt group), got {text!r}",
+        )
+    return text
 
 
 def parse_header_size(name: str, value: Any) -> int:
@@ -198,23 +199,24 @@ FIELDS: dict[str, Field] = {
     "manifest_dir": Field("TRAVERSE_MANIFEST_DIR", ".traverse/manifests", parse_path),
     "max_pages": Field("TRAVERSE_MAX_PAGES", 20, parse_whole),
     "max_depth": Field("TRAVERSE_MAX_DEPTH", 2, parse_whole),
-    "min_delay": Field("TRAVERSE_MIN_DELAY", 1.0, at_least(0.0)),
+    "min_delay": Field("TRAVERSE_MIN_DELAY", 1.0, parse_delay),
     "robots_obey": Field("ROBOTSTXT_OBEY", True, parse_bool),
     "robots_policy": Field("TRAVERSE_ROBOTS_POLICY", "fail-open", choice(get_args(Policy))),
     "robots_matcher": Field("TRAVERSE_ROBOTS_MATCHER", "traverse", choice(get_args(Matcher))),
-    "robots_crawl_delay_max": Field("TRAVERSE_ROBOTS_CRAWL_DELAY_MAX", 10.0, at_least(0.0)),
+    "robots_crawl_delay_max": Field("TRAVERSE_ROBOTS_CRAWL_DELAY_MAX", 10.0, parse_delay),
     "retry_times": Field("RETRY_TIMES", 2, parse_retries),
-    "retry_backoff": Field("TRAVERSE_RETRY_BACKOFF", 0.25, at_least(0.0)),
-    "retry_after_max": Field("TRAVERSE_RETRY_AFTER_MAX", 30.0, at_least(0.0)),
-    "download_timeout": Field("DOWNLOAD_TIMEOUT", 15.0, parse_positive),
-    "download_maxsize": Field("DOWNLOAD_MAXSIZE", 33554432, parse_whole),
-    "redirect_max_times": Field("REDIRECT_MAX_TIMES", 5, parse_whole),
+    "retry_backoff": Field("TRAVERSE_RETRY_BACKOFF", 0.25, parse_delay),
+    "retry_after_max": Field("TRAVERSE_RETRY_AFTER_MAX", 30.0, parse_delay),
+    "download_timeout": Field("DOWNLOAD_TIMEOUT", 15.0, parse_timeout),
+    # Read by Scrapy's getint too: digits only ("1e6" would crash Scrapy).
+    "download_maxsize": Field("DOWNLOAD_MAXSIZE", 33554432, parse_size),
+    "redirect_max_times": Field("REDIRECT_MAX_TIMES", 5, parse_size),
     "user_agent": Field(
         "USER_AGENT",
         # An honest bot name; its first product token selects the robots.txt group.
         "traverse_crawl-bot/0.1 (+https://example.invalid/traverse_crawl; "
         "contact: set-a-real-contact@example.com)",
-        parse_text,
+        parse_user_agent,
     ),
     "revalidate": Field("TRAVERSE_REVALIDATE", False, parse_bool),
     "render": Field("TRAVERSE_RENDER", "never", choice(get_args(RenderPolicy))),
@@ -223,7 +225,7 @@ FIELDS: dict[str, Field] = {
     "egress_allow": Field("TRAVERSE_EGRESS_ALLOW", (), parse_origins),
     "sitemaps": Field("TRAVERSE_SITEMAPS", "off", choice(get_args(SitemapMode))),
     "warc_dir": Field("TRAVERSE_WARC_DIR", "", lambda _, value: str(value).strip()),
-    "warc_max_size": Field("TRAVERSE_WARC_MAX_SIZE", 1024**3, parse_size),
+    "warc_max_size": Field("TRAVERSE_WARC_MAX_SIZE", 1024**3, parse_count),
     "max_header_size": Field("TRAVERSE_MAX_HEADER_SIZE", 65536, parse_header_size),
     "max_links_per_page": Field("TRAVERSE_MAX_LINKS_PER_PAGE", 10000, parse_whole),
     # Verify TLS certificates, as Traverse (Node's fetch) does; Scrapy's default
@@ -271,6 +273,7 @@ class TraverseConfig:
         for attr, (name, default, parse) in FIELDS.items():
             value = settings.get(name)
             values[attr] = parse(name, default if value is None else value)
+        check_scrapy_settings(settings)  # Scrapy's own settings a crawl relies on
         return cls(**values)
 
 

@@ -52,7 +52,9 @@ def parse_seed_line(line: str, where: str) -> Seed | None:
 
 def read_seeds(path: str) -> list[Seed]:
     try:
-        with open(path, encoding="utf-8") as handle:
+        # utf-8-sig: a file saved with a byte order mark (Windows editors)
+        # would otherwise start its first seed with an invisible U+FEFF.
+        with open(path, encoding="utf-8-sig") as handle:
             lines = handle.readlines()
     except OSError as exc:
         raise ConfigError("seeds", f"cannot read {path!r}: {exc.strerror or exc}") from None

@@ -131,8 +131,9 @@ class RenderMiddleware:
             "user_agent": config.user_agent,
             "service_workers": "block",
             "accept_downloads": False,
-            # Scrapy's HTTP client does not verify certificates either.
-            "ignore_https_errors": True,
+            # As Scrapy's HTTP client: verified unless DOWNLOAD_VERIFY_CERTIFICATES
+            # is False (then the TLS middleware warns on each HTTPS page).
+            "ignore_https_errors": not config.tls_verify,
         }
 
     @classmethod
