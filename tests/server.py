@@ -122,7 +122,11 @@ class Server(ThreadingHTTPServer):
 
 
 def serve(host: str = "127.0.0.1", port: int = 0) -> Iterator[Server]:
-    server = Server(host, port)
+    yield from run(Server(host, port))
+
+
+def run(server: Server) -> Iterator[Server]:
+    """Run ``server`` in a thread until the test ends."""
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

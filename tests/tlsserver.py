@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import ssl
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from tests.server import Server
+from tests.server import Server, run
 
 
 def self_signed(directory: Path) -> tuple[Path, Path]:
@@ -62,10 +61,4 @@ class TlsServer(Server):
 
 def serve_tls(directory: Path) -> Iterator[TlsServer]:
     server = TlsServer(directory)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
+    yield from run(server)
