@@ -26,7 +26,7 @@ from twisted.internet.error import TimeoutError as TxTimeoutError
 from twisted.python.failure import Failure
 
 from traverse_crawl.core.errors import FetchError
-from traverse_crawl.downloadhandlers.http11 import headers_too_large
+from traverse_crawl.downloadhandlers.http import headers_too_large
 from traverse_crawl.failures import describe
 
 

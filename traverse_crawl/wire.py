@@ -41,7 +41,7 @@ from twisted.web.client import URI
 from twisted.web.iweb import IBodyProducer, IResponse
 
 from traverse_crawl.core import urls
-from traverse_crawl.downloadhandlers.http11 import HeaderCappedHTTP11DownloadHandler
+from traverse_crawl.downloadhandlers.http import HeaderCappedHTTP11DownloadHandler
 
 logger = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ class _ExactTargetScrapyAgent(_ScrapyAgent):
 
 class ExactTargetDownloadHandler(HeaderCappedHTTP11DownloadHandler):
     """Scrapy's HTTP/1.1 handler, sending each request target exactly as its URL has
-    it, with the response header cap of ``downloadhandlers.http11`` (issue 10)."""
+    it, with the response header cap of ``downloadhandlers.http`` (issue 10)."""
 
     async def download_request(self, request: Request) -> Response:
         agent = _ExactTargetScrapyAgent(

@@ -34,7 +34,7 @@ from twisted.internet.error import TimeoutError as TxTimeoutError
 from traverse_crawl.core.attempt import BACKOFF, next_attempt
 from traverse_crawl.core.config import get_config
 from traverse_crawl.core.retry import is_retryable_status, retry_wait
-from traverse_crawl.downloadhandlers.http11 import headers_too_large
+from traverse_crawl.downloadhandlers.http import headers_too_large
 from traverse_crawl.failures import is_untrusted_certificate
 
 logger = logging.getLogger(__name__)
