@@ -15,11 +15,8 @@ Sitemap URLs (CONTRACT §9) enter right after the seed's links, so after
 ``add_sitemap_urls()``; the seed's links, whose positions are known, are
 admitted at once. Whichever comes back first, the queue is the same.
 
-Memory (issue 10): only the first ``max_pages`` queue entries can ever be
-admitted, so only they are kept as URLs; a URL discovered past that point is
-needed only to count it once in ``remaining`` (the truncation warning), so it is
-kept as a 64-bit hash (``overflow``). A site cannot grow the frontier by more
-than one small integer per distinct URL, however many pages link to it.
+Memory (issue 10): only the first ``max_pages`` queue entries can be admitted;
+a later URL only counts once in ``remaining``, kept as a 64-bit hash (``overflow``).
 
 The state is plain data (``to_dict``/``from_dict``) so that it can be persisted
 with ``JOBDIR`` or shared by distributed workers.
@@ -27,7 +24,6 @@ with ``JOBDIR`` or shared by distributed workers.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -208,7 +204,7 @@ class Frontier:
             if parent is not None:
                 self.discovered_from[link] = parent
         else:
-            self.overflow.add(_url_hash(link))
+            self.overflow.add(urls.url_hash(link))
 
     # -- completion ----------------------------------------------------------
 
@@ -319,11 +315,3 @@ class Frontier:
         # Admitted but uncommitted pages are fetched again after a resume.
         frontier.admitted = len(frontier.pages)
         return frontier
-
-
-def _url_hash(url: str) -> int:
-    """A stable 64-bit hash (it is persisted); a collision can only make the
-    truncation count one lower, with odds of about n²/2⁶⁵ for n URLs."""
-    return int.from_bytes(
-        hashlib.blake2b(url.encode("utf-8", "surrogatepass"), digest_size=8).digest()
-    )

@@ -6,6 +6,8 @@ empty queries, whitespace, percent-encoding and dot segments (SPEC §17b).
 
 from __future__ import annotations
 
+import hashlib
+
 import ada_url
 from w3lib.url import safe_url_string
 
@@ -81,3 +83,10 @@ def same_origin(url: str, expected_origin: str) -> bool:
 def page_id(seed_id: str, url: str) -> str:
     """``encodeURIComponent(seedId) + "::" + url``: the store key of a crawl page."""
     return f"{encode_uri_component(seed_id)}::{url}"
+
+
+def url_hash(url: str) -> int:
+    """A stable 64-bit hash of a URL (the frontier persists it); a collision can
+    only make a truncation count one lower, with odds of about n²/2⁶⁵ for n URLs."""
+    digest = hashlib.blake2b(url.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest)
