@@ -26,6 +26,7 @@ from traverse_crawl.core.scrapy_settings import (
     check_scrapy_settings,
     parse_count,
     parse_delay,
+    parse_integer,
     parse_size,
     parse_timeout,
 )
@@ -179,10 +180,7 @@ def parse_user_agent(name: str, value: Any) -> str:
 
 
 def parse_header_size(name: str, value: Any) -> int:
-    number = parse_whole(name, value)
-    if number < 1024:
-        raise ConfigError(name, f"expected a whole number >= 1024, got {value!r}")
-    return number
+    return parse_integer(name, value, 1024)
 
 
 class Field(NamedTuple):

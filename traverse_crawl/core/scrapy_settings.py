@@ -31,7 +31,7 @@ class SettingsLike(Protocol):
     def get(self, name: str, default: Any = None) -> Any: ...
 
 
-def _integer(name: str, value: Any, low: int) -> int:
+def parse_integer(name: str, value: Any, low: int) -> int:
     """An integer as Scrapy's ``getint`` reads it (``int(value)``): no ``1e6``, no ``3.0``."""
     accepted = f"expected a whole number >= {low} written with digits only"
     if isinstance(value, bool) or not (
@@ -46,12 +46,12 @@ def _integer(name: str, value: Any, low: int) -> int:
 
 def parse_count(name: str, value: Any) -> int:
     """A whole number >= 1 (a concurrency or pool size)."""
-    return _integer(name, value, 1)
+    return parse_integer(name, value, 1)
 
 
 def parse_size(name: str, value: Any) -> int:
     """A whole number >= 0 (a size or a count, 0 often meaning no limit)."""
-    return _integer(name, value, 0)
+    return parse_integer(name, value, 0)
 
 
 def _seconds(name: str, value: Any) -> float:
@@ -71,22 +71,23 @@ def parse_delay(name: str, value: Any) -> float:
     return max(0.0, _seconds(name, value))
 
 
+def _non_negative_seconds(name: str, value: Any, zero: bool) -> float:
+    number = _seconds(name, value)
+    if number < 0 or (number == 0 and not zero):
+        low = ">= 0" if zero else "> 0"
+        accepted = f"expected a number of seconds {low} and up to {MAX_SECONDS:.0f}"
+        raise ConfigError(name, f"{accepted}, got {value!r}")
+    return number
+
+
 def parse_timeout(name: str, value: Any) -> float:
     """Seconds, more than 0 and up to ``MAX_SECONDS``."""
-    number = _seconds(name, value)
-    if number <= 0:
-        raise ConfigError(
-            name, f"expected a number of seconds > 0 and up to {MAX_SECONDS:.0f}, got {value!r}"
-        )
-    return number
+    return _non_negative_seconds(name, value, zero=False)
 
 
 def parse_optional_timeout(name: str, value: Any) -> float:
     """Seconds up to ``MAX_SECONDS``, 0 meaning none (``CLOSESPIDER_TIMEOUT``)."""
-    number = _seconds(name, value)
-    if number < 0:
-        raise ConfigError(name, f"expected a number of seconds >= 0, got {value!r}")
-    return number
+    return _non_negative_seconds(name, value, zero=True)
 
 
 def parse_log_level(name: str, value: Any) -> str | int:
