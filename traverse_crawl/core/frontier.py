@@ -15,8 +15,7 @@ Sitemap URLs (CONTRACT §9) enter right after the seed's links, so after
 ``add_sitemap_urls()``; the seed's links, whose positions are known, are
 admitted at once. Whichever comes back first, the queue is the same.
 
-Memory (issue 10): only the first ``max_pages`` queue entries can be admitted;
-a later URL only counts once in ``remaining``, kept as a 64-bit hash (``overflow``).
+Memory (issue 10): URLs past the admissible queue are kept as 64-bit hashes (``overflow``).
 
 The state is plain data (``to_dict``/``from_dict``) so that it can be persisted
 with ``JOBDIR`` or shared by distributed workers.
@@ -196,14 +195,12 @@ class Frontier:
         return committed
 
     def _discover(self, link: str, depth: int, parent: str | None = None) -> None:
-        if link in self.seen:
-            return
-        if len(self.queue) < self.max_pages:
+        if link not in self.seen and len(self.queue) < self.max_pages:
             self.seen.add(link)
             self.queue.append((link, depth))
             if parent is not None:
                 self.discovered_from[link] = parent
-        else:
+        elif link not in self.seen:  # never admissible: only counted (``remaining``)
             self.overflow.add(urls.url_hash(link))
 
     # -- completion ----------------------------------------------------------
