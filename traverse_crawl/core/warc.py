@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 from warcio.recordbuilder import RecordBuilder
 from warcio.recordloader import ArcWarcRecord
-from warcio.statusandheaders import StatusAndHeaders
+from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
 from warcio.utils import Digester
 from warcio.warcwriter import WARCWriter
 
@@ -116,12 +116,18 @@ def request_record(
 
 
 def response_record(
-    url: str, status: int, protocol: str, headers: Headers, body: bytes, date: str
+    url: str,
+    status: int,
+    protocol: str,
+    headers: Headers,
+    body: bytes,
+    date: str,
+    extra: dict[str, str] | None = None,
 ) -> ArcWarcRecord:
     """A response as received: status line, headers, payload before content decoding."""
     statusline = f"{status} {reason_phrase(status)}".rstrip()
     http = StatusAndHeaders(statusline, headers, protocol=protocol or "HTTP/1.1")
-    return _record(url, "response", http, body, date)
+    return _record(url, "response", http, body, date, extra)
 
 
 def revisit_record(
@@ -131,6 +137,7 @@ def revisit_record(
     headers: Headers,
     date: str,
     earlier: Written,
+    extra: dict[str, str] | None = None,
 ) -> ArcWarcRecord:
     """A 304 to a conditional GET: profile server-not-modified, pointing at ``earlier``."""
     statusline = f"{status} {reason_phrase(status)}".rstrip()
@@ -141,7 +148,7 @@ def revisit_record(
         earlier.url,
         earlier.date,
         http_headers=http,
-        warc_headers_dict={"WARC-Date": date},
+        warc_headers_dict={"WARC-Date": date, **(extra or {})},
     )
     record.rec_headers.replace_header("WARC-Profile", SERVER_NOT_MODIFIED)
     return record
@@ -162,6 +169,11 @@ def resource_record(
 
 def warcinfo_record(filename: str, info: dict[str, str]) -> ArcWarcRecord:
     return BUILDER.create_warcinfo_record(filename, info)
+
+
+def new_record_id() -> str:
+    """``<urn:uuid:...>``, as warcio makes them (for a record built later)."""
+    return str(StatusAndHeadersParser.make_warc_id())
 
 
 def record_id(record: ArcWarcRecord) -> str:

@@ -25,8 +25,9 @@ retries included:
   ``fetchedAt``, content type, status, redirects, validators (or the error
   kind): the fields ``scrapy warc import`` restores.
 
-Records are built in the reactor thread (ids, dates, payload digests) and
-serialised, compressed and appended by one writer thread, in order. Files are
+The reactor thread only takes what a record needs (record id, date, headers,
+body); one writer thread builds, hashes, compresses and appends the records,
+in order (zlib and hashlib release the GIL while they work). Files are
 closed and renamed when the spider closes, also after a SIGTERM
 (Scrapy's graceful shutdown). A write that fails (disk full) is logged once,
 counted, and never stops the crawl.
@@ -41,7 +42,7 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, NamedTuple
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
@@ -74,6 +75,23 @@ _INFO_SETTINGS = (
 )
 
 
+class Exchange(NamedTuple):
+    """One download, as taken in the reactor thread for the writer thread."""
+
+    record_id: str
+    date: str
+    url: str
+    status: int
+    protocol: str
+    headers: warc.Headers
+    body: bytes
+    truncated: bool
+    method: str
+    request_headers: warc.Headers
+    request_body: bytes
+    prior: dict[str, Any] | None  # the stored snapshot a 304 revalidated
+
+
 def _headers(headers: Any) -> warc.Headers:
     """Scrapy's Headers as (name, value) pairs, in Scrapy's order and casing."""
     return [
@@ -95,7 +113,8 @@ class WarcWriterExtension:
             config.warc_dir, "traverse", config.warc_max_size, warc.info_fields(software, info)
         )
         self.digests = DigestIndex(config.warc_dir)
-        self.last_response: dict[str, tuple[warc.Written, bool]] = {}
+        self.last_response: dict[str, tuple[str, str]] = {}  # page id -> record id, URL
+        self.responses: dict[str, warc.Written] = {}  # writer thread only
         self.failures = 0
         # One writer thread keeps the records in order; zlib and hashlib release
         # the GIL, so compression overlaps the crawl (docs/performance.md).
@@ -113,7 +132,8 @@ class WarcWriterExtension:
     # -- exchanges -----------------------------------------------------------
 
     def response_downloaded(self, response: Response, request: Request, **_: Any) -> None:
-        date = warc.warc_date()
+        # Here, in the reactor thread, only what the writer thread needs is taken;
+        # building, hashing and compressing the records happens there.
         meta = request.meta
         status, headers, body = response.status, _headers(response.headers), response.body
         url = response.url
@@ -123,29 +143,27 @@ class WarcWriterExtension:
                 return  # nothing the browser received for the page itself to write
             status, headers, body = navigation["status"], navigation["headers"], navigation["body"]
             url = navigation.get("url", url)
-        protocol = getattr(response, "protocol", None) or "HTTP/1.1"
         prior = meta.get(PRIOR)
-        if status == 304 and prior is not None and meta.get(SENT) == request.url:
-            earlier = self.digests.earlier(build_source_ref(prior), prior)
-            record = warc.revisit_record(url, status, protocol, headers, date, earlier)
-            self._inc("warc/revisits")
-        else:
-            record = warc.response_record(url, status, protocol, headers, body, date)
-            if {"download_stopped", "dataloss"} & set(response.flags):
-                record.rec_headers.add_header("WARC-Truncated", "length")
-            self._inc("warc/responses")
-        sent = warc.request_record(
+        revisit = status == 304 and prior is not None and meta.get(SENT) == request.url
+        self._inc("warc/revisits" if revisit else "warc/responses")
+        exchange = Exchange(
+            warc.new_record_id(),
+            warc.warc_date(),
             url,
+            status,
+            getattr(response, "protocol", None) or "HTTP/1.1",
+            headers,
+            body,
+            bool({"download_stopped", "dataloss"} & set(response.flags)),
             request.method,
             _headers(request.headers),
             request.body,
-            date,
-            warc.record_id(record),
+            prior if revisit else None,
         )
-        self._write(sent, record)
+        self.writer.submit(self._write_exchange, exchange)
         page_id = meta.get("traverse_page_id")
         if isinstance(page_id, str):
-            self.last_response[page_id] = (warc.written(record), record.rec_type == "response")
+            self.last_response[page_id] = (exchange.record_id, url)
 
     def response_received(self, response: Response, request: Request, **kwargs: Any) -> None:
         """A navigation Chromium received but did not render (a redirect, an error
@@ -159,7 +177,7 @@ class WarcWriterExtension:
         page_id = item.get("id") if isinstance(item, dict) else None
         if not isinstance(page_id, str) or page_id not in self.last_response:
             return
-        response, is_response = self.last_response.pop(page_id)
+        record_id, url = self.last_response.pop(page_id)
         fetch = item.get("fetch") or {}
         source_ref = item.get("sourceRef") or ""
         fields: dict[str, Any] = {"pageId": page_id}
@@ -168,15 +186,39 @@ class WarcWriterExtension:
             fields["pageId"] = page_id  # the page's id; a 304's prior may be another hop's
         else:
             fields["error"] = (fetch.get("error") or {}).get("kind")
-        record = warc.metadata_record(response.url, fields, warc.warc_date(), response.record_id)
         self._inc("warc/metadata")
-        self._write(record)
-        if source_ref and is_response:
-            self.writer.submit(self.digests.add, source_ref, response)
+        self.writer.submit(
+            self._write_metadata, url, fields, warc.warc_date(), record_id, source_ref
+        )
 
-    def _write(self, *records: ArcWarcRecord) -> None:
-        """Serialise, compress and append in the writer thread, in call order."""
-        self.writer.submit(self._write_now, *records)
+    # -- the writer thread ---------------------------------------------------
+
+    def _write_exchange(self, x: Exchange) -> None:
+        extra = {"WARC-Record-ID": x.record_id}
+        if x.prior is not None:
+            earlier = self.digests.earlier(build_source_ref(x.prior), x.prior)
+            record = warc.revisit_record(
+                x.url, x.status, x.protocol, x.headers, x.date, earlier, extra
+            )
+        else:
+            record = warc.response_record(
+                x.url, x.status, x.protocol, x.headers, x.body, x.date, extra
+            )
+            if x.truncated:
+                record.rec_headers.add_header("WARC-Truncated", "length")
+            self.responses[x.record_id] = warc.written(record)
+        sent = warc.request_record(
+            x.url, x.method, x.request_headers, x.request_body, x.date, x.record_id
+        )
+        self._write_now(sent, record)
+
+    def _write_metadata(
+        self, url: str, fields: dict[str, Any], date: str, refers_to: str, source_ref: str
+    ) -> None:
+        self._write_now(warc.metadata_record(url, fields, date, refers_to))
+        response = self.responses.pop(refers_to, None)
+        if source_ref and response is not None:
+            self.digests.add(source_ref, response)
 
     def _write_now(self, *records: ArcWarcRecord) -> bool:
         before = len(self.files.closed_files)
