@@ -21,13 +21,13 @@ import tempfile
 import zipfile
 from collections.abc import Iterator
 from contextlib import ExitStack
-from typing import Any, ClassVar
+from typing import Any
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from traverse_crawl import __version__
-from traverse_crawl.commands.common import open_store, run_safely
+from traverse_crawl.commands.common import StoreCommand, open_store, run_safely
 from traverse_crawl.commands.common import write_text as _write
 from traverse_crawl.commands.snapshots import seed_pages
 from traverse_crawl.core.config import TraverseConfig
@@ -43,16 +43,15 @@ from traverse_crawl.exceptions import CommandFailed
 SOFTWARE = f"traverse_crawl/{__version__} (warcio)"
 
 
-class Command(ScrapyCommand):
-    requires_project = True
-    requires_crawler_process = False
-    default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
-
-    def syntax(self) -> str:
-        return "export [SEED_ID ...] -o FILE.warc.gz|FILE.wacz | import FILE ... --source-id ID"
-
-    def short_desc(self) -> str:
-        return "Export the snapshot store as WARC/WACZ, or import WARC/WACZ files into it"
+class Command(StoreCommand, ScrapyCommand):
+    usage = "export [SEED_ID ...] -o FILE.warc.gz|FILE.wacz | import FILE ... --source-id ID"
+    summary = "Export the snapshot store as WARC/WACZ, or import WARC/WACZ files into it"
+    description = (
+        "export: the snapshots of TRAVERSE_STORE (all, or those of the seeds named) as WARC "
+        "resource records, or a WACZ package. import: the 2xx responses and resources of "
+        "WARC/WACZ files as snapshots of page ids <ID>::<URL>; damaged records are skipped "
+        "and reported with file and offset."
+    )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
