@@ -207,6 +207,7 @@ APP = (
     b"<html><body><p id='x'>served</p><a href='paper.pdf'>paper</a>"
     b"<script>document.getElementById('x').textContent = 'rendered';</script></body></html>"
 )
+GZ_APP = gzip.compress(APP)
 PDF = b"%PDF-1.4\n" + bytes(range(256))
 
 
@@ -214,7 +215,7 @@ PDF = b"%PDF-1.4\n" + bytes(range(256))
 async def test_rendered_page_is_written_as_the_navigation_response(server, crawl, tmp_path):
     server.site(
         {
-            "/app.html": Reply(body=gzip.compress(APP), headers={"Content-Encoding": "gzip"}),
+            "/app.html": Reply(body=GZ_APP, headers={"Content-Encoding": "gzip"}),
             "/paper.pdf": Reply(body=PDF, content_type="application/pdf"),
         }
     )
@@ -230,17 +231,17 @@ async def test_rendered_page_is_written_as_the_navigation_response(server, crawl
         responses = {
             record.rec_headers.get_header("WARC-Target-URI"): (
                 record.http_headers,
-                record.content_stream().read(),
+                record.raw_stream.read(),
             )
             for record in ArchiveIterator(handle)
             if record.rec_type == "response"
         }
-    # The document as Chromium received it (Playwright hands it over decoded,
-    # so no Content-Encoding is claimed), not the serialised DOM.
+    # The document as received for the browser, still gzip-encoded and saying so,
+    # not the serialised DOM.
     headers, payload = responses[server.url("/app.html")]
     assert headers.get_statuscode() == "200"
-    assert payload == APP
-    assert headers.get_header("Content-Encoding") is None
+    assert headers.get_header("Content-Encoding") == "gzip"
+    assert payload == GZ_APP and gzip.decompress(payload) == APP
     assert any("rendered</p>" in p.read_text() for p in (tmp_path / "store").rglob("*.json"))
     # A navigation handed back unrendered (a PDF) is written too, once.
     headers, payload = responses[server.url("/paper.pdf")]

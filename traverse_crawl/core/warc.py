@@ -37,10 +37,8 @@ GZIP_LEVEL = 1
 OPEN_SUFFIX = ".open"
 SERVER_NOT_MODIFIED = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 Headers = list[tuple[str, str]]
-# Meta key: a rendered page's navigation response as Chromium received it.
+# Meta key: a rendered page's navigation response as received for the browser.
 NAVIGATION = "traverse_warc_navigation"
-# Playwright hands the body over decoded: headers about the encoding would lie.
-_DECODED_AWAY = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
 # One builder for record ids, dates and digests (warcio's RecordBuilder).
 BUILDER = RecordBuilder(warc_version="1.1")
@@ -67,9 +65,8 @@ def reason_phrase(status: int) -> str:
 
 
 def navigation_record(url: str, status: int, headers: Headers, body: bytes) -> dict[str, Any]:
-    """What the WARC writer needs of a rendered page's navigation response."""
-    kept = [(name, value) for name, value in headers if name.lower() not in _DECODED_AWAY]
-    return {"url": url, "status": status, "headers": kept, "body": body}
+    """What the WARC writer needs of a rendered page's navigation response (as received)."""
+    return {"url": url, "status": status, "headers": list(headers), "body": body}
 
 
 @dataclass(frozen=True)

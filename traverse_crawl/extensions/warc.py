@@ -15,9 +15,9 @@ retries included:
 - a 304 to a conditional GET that carried the stored snapshot's validators is a
   ``revisit`` record (profile server-not-modified) referring to the earlier
   capture's response (``core.warcdigests``);
-- a rendered page (flag ``playwright``) is the response the browser received
-  for the page's own navigation (meta ``traverse_warc_navigation``, set by the
-  page guard), not the serialised DOM; a navigation handed back to Scrapy
+- a rendered page (flag ``playwright``) is the response received for the
+  page's own navigation, before decoding (meta ``traverse_warc_navigation``,
+  set by the page guard), not the serialised DOM; a navigation handed back to Scrapy
   unrendered (a redirect, an error status, a PDF) is written from the same
   meta key when the ``response_received`` signal brings it;
 - after each page's last response, once its item has passed the pipelines, a

@@ -11,14 +11,14 @@ request target as for a page that is not rendered.
 
 The body is decoded as Scrapy decodes a page's (its ``HttpCompressionMiddleware``,
 which also sets ``Accept-Encoding`` in place of the browser's), so the browser
-and the WARC writer get the document, not its transfer encoding (Playwright's
-fetch decoded it too); ``DOWNLOAD_MAXSIZE`` and the attempt's remaining time
-bound the fetch.
+gets the document, not its transfer encoding (Playwright's fetch decoded it
+too); the WARC writer gets the headers and body as received, before decoding.
+``DOWNLOAD_MAXSIZE`` and the attempt's remaining time bound the fetch.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from scrapy import signals
@@ -42,6 +42,9 @@ class Answer:
     status: int
     headers: list[tuple[str, str]]
     body: bytes
+    # Before decoding, for the WARC writer (CONTRACT §8: the payload as received).
+    wire_headers: list[tuple[str, str]] = field(default_factory=list)
+    wire_body: bytes = b""
 
     def header(self, name: str) -> str | None:
         return next((v for k, v in self.headers if k.lower() == name), None)
@@ -85,6 +88,8 @@ class Navigator:
         except DownloadTimeoutError as exc:
             # Worded as Playwright's, which the render middleware reports as a timeout.
             raise TimeoutError(f"Timeout {timeout_ms:.0f}ms exceeded (navigation)") from exc
+        # Taken first: the decoder removes Content-Encoding from these very headers.
+        wire_headers, wire_body = _pairs(response), response.body
         if self.decoder is not None:
             decoded = self.decoder.process_response(request, response)
             assert isinstance(decoded, Response)  # typed Request | Response; always the latter
@@ -92,15 +97,21 @@ class Navigator:
         return Answer(
             response.url,
             response.status,
-            [
-                (name.decode("latin-1"), value.decode("latin-1"))
-                for name, values in response.headers.items()
-                for value in values
-            ],
+            _pairs(response),
             response.body,
+            wire_headers,
+            wire_body,
         )
 
     async def close(self) -> None:
         if self.handler is not None:
             await self.handler.close()
             self.handler = None
+
+
+def _pairs(response: Response) -> list[tuple[str, str]]:
+    return [
+        (name.decode("latin-1"), value.decode("latin-1"))
+        for name, values in response.headers.items()
+        for value in values
+    ]

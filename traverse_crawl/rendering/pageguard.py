@@ -220,7 +220,9 @@ class PageGuard:
         # At the Scrapy request's URL, with its exact target (navigation.py).
         answer = await self.navigator.fetch(state.url, headers, state.remaining_ms())
         if self.keep_navigation:  # rendered or handed back, the WARC writer's record
-            record = navigation_record(answer.url, answer.status, answer.headers, answer.body)
+            record = navigation_record(
+                answer.url, answer.status, answer.wire_headers, answer.wire_body
+            )
             state.meta[NAVIGATION] = record
         content_type = answer.header("content-type")
         if 200 <= answer.status < 300 and resolve_content_type(content_type) == "html":
