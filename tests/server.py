@@ -51,6 +51,8 @@ class Handler(BaseHTTPRequestHandler):
         start = time.monotonic()
         target = self.requestline.split(" ")[1] if " " in self.requestline else ""
         hit = Hit(self.path, start, start, {k: v for k, v in self.headers.items()}, target)
+        with self.server.lock:
+            self.server.started.append(self.path)
         route = self.server.routes.get(self.path)
         if route is None:
             route = self.server.routes.get(self.path.split("?", 1)[0])
@@ -98,8 +100,16 @@ class Server(ThreadingHTTPServer):
         super().__init__((host, port), Handler)
         self.routes: dict[str, Route] = {}
         self.fallback: Route | None = None
-        self.hits: list[Hit] = []
+        self.hits: list[Hit] = []  # logged when answered
+        self.started: list[str] = []  # paths, logged when the request arrives
         self.lock = threading.Lock()
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        """A client that went away (a killed crawl) is not the server's error."""
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)  # type: ignore[arg-type]
 
     @property
     def origin(self) -> str:

@@ -4,11 +4,11 @@ whatever arrives first (CONTRACT §9, issue 15)."""
 from __future__ import annotations
 
 import itertools
-import json
 
 import pytest
 
 from tests.test_core_frontier import GRAPH, SEED, ok
+from traverse_crawl.core import jobstate
 from traverse_crawl.core.frontier import Frontier, Outcome
 
 # In sitemap order: a known link (deduplicated), two orphans, one listed twice.
@@ -151,24 +151,34 @@ def test_sitemap_warnings_follow_the_seed_page_warnings():
     ]
 
 
-def test_sitemap_state_round_trips_through_json():
+def test_sitemap_state_is_rebuilt_from_kept_records():
     frontier = Frontier("s", SEED, 50, 3, "live")
     frontier.expect_sitemaps()
     (seed,) = frontier.admit()
     frontier.record(seed.index, ok(SEED))
     frontier.add_sitemap_urls(SITEMAP, WARNINGS)
-    restored = Frontier.from_dict(json.loads(json.dumps(frontier.to_dict())))
-    assert restored.to_dict() == {**frontier.to_dict(), "admitted": 1}
+    records = [
+        jobstate.sitemaps_record(0, SITEMAP, WARNINGS, 50),
+        jobstate.page_record(0, 0, (SEED, 0), ok(SEED), None),
+    ]
+    restored = Frontier("s", SEED, 50, 3, "live")
+    restored.admit()
+    assert jobstate.replay_sitemaps({0: restored}, records) == {0}
+    jobstate.replay({0: restored}, records)
+    assert restored.queue == frontier.queue
     assert restored.manifest() == frontier.manifest()
+    # A larger page budget may find more sitemap URLs: the sitemaps are read again.
+    larger = Frontier("s", SEED, 60, 3, "live")
+    assert jobstate.replay_sitemaps({0: larger}, records) == set()
 
 
-def test_a_restored_frontier_still_waiting_expects_its_sitemaps_again():
-    frontier = Frontier("s", SEED, 50, 3, "live")
-    frontier.expect_sitemaps()
-    (seed,) = frontier.admit()
-    frontier.record(seed.index, ok(SEED))
-    restored = Frontier.from_dict(json.loads(json.dumps(frontier.to_dict())))
-    assert restored.expect_sitemaps() is True  # the walk is started again
-    assert not restored.finished
+def test_a_resume_before_the_sitemaps_were_in_expects_them_again():
+    records = [jobstate.page_record(0, 0, (SEED, 0), ok(SEED), None)]
+    restored = Frontier("s", SEED, 50, 3, "live")
+    restored.admit()
+    assert jobstate.replay_sitemaps({0: restored}, records) == set()
+    assert restored.expect_sitemaps() is True  # the walk starts over, before the replay
+    jobstate.replay({0: restored}, records)
+    assert not restored.finished and restored.admitted == 1  # the BFS holds after the seed
     restored.add_sitemap_urls(SITEMAP, [])
     assert restored.expect_sitemaps() is False  # once in, never again

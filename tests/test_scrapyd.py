@@ -16,6 +16,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -343,3 +344,42 @@ def test_relative_store_and_manifest_dirs_resolve_against_scrapyd_cwd(scrapyd: S
     assert len(found) == 1, scrapyd.job_log(jobid)
     assert json.loads(found[0].read_text("utf-8"))["pages"][0]["url"] == server.url("/only.html")
     assert not list((ROOT / ".traverse" / "manifests").glob("relative-paths-*.json"))
+
+
+def test_a_cancelled_job_with_a_jobdir_resumes_when_scheduled_again(
+    scrapyd: Scrapyd, tmp_path: Path
+) -> None:
+    manifests = tmp_path / "manifests"
+    with serving() as server:
+        links = "".join(f'<a href="/p{i}">{i}</a>' for i in range(30))
+        server.site({"/": links, **{f"/p{i}": f"page {i}" for i in range(30)}})
+        settings = {
+            "TRAVERSE_EGRESS_ALLOW": server.origin,
+            "TRAVERSE_MIN_DELAY": "0.2",
+            "TRAVERSE_MAX_PAGES": "31",
+            "TRAVERSE_STORE": str(tmp_path / "store"),
+            "TRAVERSE_MANIFEST_DIR": str(manifests),
+            "JOBDIR": str(tmp_path / "job"),
+        }
+        first = scrapyd.schedule("traverse", args={"url": server.url("/")}, settings=settings)
+        deadline = time.monotonic() + 60
+        while server.count("/p4") == 0:
+            assert time.monotonic() < deadline, scrapyd.job_log(first)
+            time.sleep(0.05)
+        scrapyd._request("cancel.json", [("project", PROJECT), ("job", first)])  # POST, as curl -d
+        scrapyd.wait(first)
+        stopped = one_manifest(manifests, scrapyd, first)
+        assert stopped["warnings"][-1].startswith("crawl stopped before this seed finished")
+        assert 5 <= len(stopped["pages"]) < 31
+        # Scheduled again, without the seed: the job resumes from the JOBDIR.
+        second = scrapyd.schedule("traverse", args={}, settings=settings)
+        scrapyd.wait(second)
+        log = assert_clean_log(scrapyd, second)
+        assert "resumed with" in log
+        done = one_manifest(manifests, scrapyd, second)
+        assert [p["url"] for p in done["pages"]] == [server.url("/")] + [
+            server.url(f"/p{i}") for i in range(30)
+        ]
+        assert done["truncated"] is False and done["warnings"] == []
+        paths = [p for p in server.paths() if p != "/robots.txt"]
+        assert sorted(paths) == sorted(set(paths)), "a page was fetched twice"

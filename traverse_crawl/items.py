@@ -6,13 +6,17 @@ what the pipelines need and the feed must not show (the full snapshot with body)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from traverse_crawl.core.frontier import Outcome
 
 
 class PageItem(dict[str, Any]):
     seed_key: int
     index: int
     snapshot: dict[str, Any] | None
+    outcome: Outcome | None  # set with JOBDIR: what the journal keeps of the page
 
     def __init__(
         self, page: dict[str, Any], seed_key: int, index: int, snapshot: dict[str, Any] | None
@@ -21,3 +25,4 @@ class PageItem(dict[str, Any]):
         self.seed_key = seed_key
         self.index = index
         self.snapshot = snapshot
+        self.outcome = None

@@ -25,6 +25,11 @@ DEFAULT_REQUEST_HEADERS = {"Accept": "text/html,application/xhtml+xml,text/plain
 # fingerprint sorts query parameters (SPEC §17b), so every request is dont_filter.
 # Fairness between origins: the scheduler hands out requests of the origin slot
 # with the fewest active downloads, so one slow origin never starves another.
+# JOBDIR holds the frontier's journal only (traverse_crawl/jobdir.py): the
+# scheduler keeps its queue in memory, every request is dont_filter (no
+# requests.seen), and Scrapy's pickled spider.state is not written.
+SCHEDULER = "traverse_crawl.scheduler.MemoryScheduler"
+DUPEFILTER_CLASS = "scrapy.dupefilters.BaseDupeFilter"
 SCHEDULER_PRIORITY_QUEUE = "scrapy.pqueues.DownloaderAwarePriorityQueue"
 # Breadth first: requests have priority -depth (few distinct levels: Scrapy keeps
 # one queue per level) and leave each level in the order they were admitted.
@@ -92,9 +97,11 @@ DOWNLOAD_HANDLERS = {
     "https": "traverse_crawl.wire.ExactTargetDownloadHandler",
 }
 
-# Item pipelines: store every snapshot (capture mode), then write the manifest.
+# Item pipelines: store every snapshot (capture mode), keep the outcome in the
+# JOBDIR journal (with JOBDIR), then write the manifest.
 ITEM_PIPELINES = {
     "traverse_crawl.pipelines.snapshots.SnapshotStorePipeline": 300,
+    "traverse_crawl.jobdir.JournalPipeline": 800,
     "traverse_crawl.pipelines.manifest.ManifestPipeline": 900,
 }
 
@@ -116,6 +123,8 @@ EXTENSIONS = {
     "scrapy.extensions.remote_control.RemoteControl": None,
     # TRAVERSE_WARC_DIR: every exchange of a capture also goes to WARC files.
     "traverse_crawl.extensions.warc.WarcWriterExtension": 500,
+    "scrapy.extensions.spiderstate.SpiderState": None,
+    "traverse_crawl.extensions.progress.ProgressExtension": 510,
 }
 FEED_EXPORT_ENCODING = "utf-8"
 LOG_LEVEL = "INFO"

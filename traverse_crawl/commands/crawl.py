@@ -20,8 +20,9 @@ from scrapy.settings import BaseSettings
 from traverse_crawl.core.config import TraverseConfig
 from traverse_crawl.core.errors import ConfigError
 from traverse_crawl.core.scrapy_settings import parse_log_level
-from traverse_crawl.core.seeds import seeds_from_args
+from traverse_crawl.jobdir import jobdir_path, resolve_seeds
 from traverse_crawl.rendering.addon import check_render
+from traverse_crawl.shutdown import install as install_shutdown
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +72,22 @@ class Command(ScrapyCrawlCommand):
                 if settings.get("LOG_FILE"):  # scrapyd: stderr is not the job log
                     logger.error("%s", exc)
                 raise UsageError(str(exc), print_help=False) from None
-        super().run(args, opts)
+        if not args or args[0] != "traverse" or len(args) > 1 or self.crawler_process is None:
+            super().run(args, opts)
+            return
+        crawler = self._create_crawler(args[0])
+        self.crawler_process.crawl(crawler, **opts.spargs)
+        install_shutdown(self.crawler_process)
+        self.crawler_process.start()
+        try:
+            stats = crawler.stats  # unset when the crawl never started
+        except RuntimeError:
+            stats = None
+        if self.crawler_process.bootstrap_failed or (
+            stats is not None
+            and (stats.get_value("manifest/error") or stats.get_value("jobdir/error"))
+        ):
+            self.exitcode = 1  # results that could not be written are not a success
 
 
 def check(settings: BaseSettings, spargs: dict[str, str]) -> None:
@@ -81,12 +97,27 @@ def check(settings: BaseSettings, spargs: dict[str, str]) -> None:
     """
     config = TraverseConfig.from_settings(settings)
     check_arguments(spargs)
-    seeds_from_args(**{k: spargs[k] for k in _SPIDER_ARGS if k in spargs})
-    make_directory("TRAVERSE_MANIFEST_DIR", config.manifest_dir)
+    resolve_seeds(settings, config, tuple(spargs.get(k) for k in _SPIDER_ARGS), check=True)
+    check_writable("TRAVERSE_MANIFEST_DIR", config.manifest_dir)
     if config.mode == "capture":
-        make_directory("TRAVERSE_STORE", config.store)
+        check_writable("TRAVERSE_STORE", config.store)
         if config.warc_dir:
-            make_directory("TRAVERSE_WARC_DIR", config.warc_dir)
+            check_writable("TRAVERSE_WARC_DIR", config.warc_dir)
     elif os.path.exists(config.store) and not os.path.isdir(config.store):
         raise ConfigError("TRAVERSE_STORE", f"{config.store!r} is not a directory")
+    jobdir = jobdir_path(settings)
+    if jobdir:
+        check_writable("JOBDIR", jobdir)
     check_render(settings)
+
+
+def check_writable(name: str, path: str) -> None:
+    """Create ``path`` and a file in it, so that results are never fetched and then lost."""
+    make_directory(name, path)
+    probe = os.path.join(path, f".traverse-write-test-{os.getpid()}.tmp")
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise ConfigError(name, f"cannot write in {path!r}: {exc.strerror or exc}") from None

@@ -44,7 +44,7 @@ def atomic_write(path: str, write: Callable[[BinaryIO], None]) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    _fsync_directory(directory)
+    fsync_directory(directory)
 
 
 def atomic_write_bytes(path: str, data: bytes) -> None:
@@ -72,7 +72,7 @@ def atomic_write_json(path: str, obj: Any) -> None:
     atomic_write(path, write)
 
 
-def _fsync_directory(directory: str) -> None:
+def fsync_directory(directory: str) -> None:
     """Make the rename itself durable; best effort (not every filesystem allows it)."""
     try:
         fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))

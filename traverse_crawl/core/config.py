@@ -34,6 +34,7 @@ from traverse_crawl.core.scrapy_settings import (
 Mode = Literal["live", "capture", "replay"]
 RenderPolicy = Literal["never", "always", "on-shell-warning"]
 SitemapMode = Literal["off", "robots", "auto"]
+ProgressMode = Literal["auto", "off"]
 MAX_RETRIES = 5
 
 T = TypeVar("T")
@@ -229,6 +230,7 @@ FIELDS: dict[str, Field] = {
     # Verify TLS certificates, as Traverse (Node's fetch) does; Scrapy's default
     # is False. False (intranets, tests) adds a page warning (downloadermiddlewares/tls.py).
     "tls_verify": Field("DOWNLOAD_VERIFY_CERTIFICATES", True, parse_bool),
+    "progress": Field("TRAVERSE_PROGRESS", "auto", choice(get_args(ProgressMode))),
 }
 DEFAULTS: dict[str, Any] = {field.setting: field.default for field in FIELDS.values()}
 
@@ -263,6 +265,7 @@ class TraverseConfig:
     max_header_size: int
     max_links_per_page: int
     tls_verify: bool
+    progress: ProgressMode
 
     @classmethod
     def from_settings(cls, settings: SettingsLike) -> TraverseConfig:

@@ -17,8 +17,11 @@ admitted at once. Whichever comes back first, the queue is the same.
 
 Memory (issue 10): URLs past the admissible queue are kept as 64-bit hashes (``overflow``).
 
-The state is plain data (``to_dict``/``from_dict``) so that it can be persisted
-with ``JOBDIR`` or shared by distributed workers.
+Persistence (``JOBDIR``) keeps the outcomes, not this object: replaying them
+through ``record`` rebuilds the same state whatever order they were kept in
+(``core/jobstate.py``). Links beyond the depth limit may be handed in (a crawl
+with a JOBDIR keeps them, for a later, deeper resume); they enter the queue only
+from pages below ``max_depth``.
 """
 
 from __future__ import annotations
@@ -180,12 +183,13 @@ class Frontier:
             url, depth = self.queue[position]
             page = self.page_object(position, done)
             notes = []
-            if done.offhost_final_url is not None:
+            follow = self.may_follow(depth)
+            if follow and done.offhost_final_url is not None:
                 notes.append(
                     f"[depth {depth}] {url}: fetched page resolved off-host "
                     f"({done.offhost_final_url}); its links were not followed"
                 )
-            for link in done.links:
+            for link in done.links if follow else ():
                 self._discover(link, depth + 1, url)
             if position == 0 and self.sitemap_urls is not None:
                 self._queue_sitemap_urls()
@@ -202,6 +206,15 @@ class Frontier:
                 self.discovered_from[link] = parent
         elif link not in self.seen:  # never admissible: only counted (``remaining``)
             self.overflow.add(urls.url_hash(link))
+
+    def outstanding(self) -> list[Admission]:
+        """Admitted URLs with no outcome yet: the requests to send after a resume."""
+        return [
+            Admission(index, url, depth, self._id_prefix + url)
+            for index in range(len(self.pages), self.admitted)
+            if index not in self.pending
+            for url, depth in (self.queue[index],)
+        ]
 
     # -- completion ----------------------------------------------------------
 
@@ -254,10 +267,14 @@ class Frontier:
                 warnings.extend(self.sitemap_warnings)  # part of the seed's step
         remaining = self.remaining
         if self.stop_reason is not None:
+            # Fetched pages waiting for an earlier one are on disk (their
+            # snapshots) but not in the manifest: count them apart (issue 10).
+            waiting = len(self.pending)
             warnings.append(
                 f"crawl stopped before this seed finished ({self.stop_reason}); "
                 f"{len(self.pages)} page(s) recorded, "
-                f"{remaining} URL(s) discovered but not recorded"
+                f"{waiting} fetched but waiting for an earlier page, "
+                f"{remaining - waiting} URL(s) discovered but not fetched"
             )
         elif remaining > 0:
             warnings.append(
@@ -271,44 +288,3 @@ class Frontier:
             "warnings": warnings,
             "truncated": remaining > 0,
         }
-
-    # -- persistence ---------------------------------------------------------
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "seed_id": self.seed_id,
-            "seed_url": self.seed_url,
-            "max_pages": self.max_pages,
-            "max_depth": self.max_depth,
-            "mode": self.mode,
-            "queue": [list(item) for item in self.queue],
-            "discovered_from": self.discovered_from,
-            "admitted": self.admitted,
-            "pages": self.pages,
-            "page_notes": self.page_notes,
-            "store_warnings": {str(k): v for k, v in self.store_warnings.items()},
-            "sitemaps_expected": self.sitemaps_expected,
-            "sitemap_urls": self.sitemap_urls,
-            "sitemap_warnings": self.sitemap_warnings,
-            "overflow": sorted(self.overflow),
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Frontier:
-        frontier = cls(
-            data["seed_id"], data["seed_url"], data["max_pages"], data["max_depth"], data["mode"]
-        )
-        frontier.queue = [(url, depth) for url, depth in data["queue"]]
-        frontier.seen = {url for url, _ in frontier.queue}
-        # State saved before ``discoveredFrom`` existed resumes without it (optional field).
-        frontier.discovered_from = dict(data.get("discovered_from", {}))
-        frontier.overflow = set(data.get("overflow", ()))
-        frontier.pages = list(data["pages"])
-        frontier.page_notes = [list(n) for n in data["page_notes"]]
-        frontier.store_warnings = {int(k): v for k, v in data["store_warnings"].items()}
-        frontier.sitemaps_expected = bool(data.get("sitemaps_expected", False))
-        frontier.sitemap_urls = data.get("sitemap_urls")
-        frontier.sitemap_warnings = list(data.get("sitemap_warnings", ()))
-        # Admitted but uncommitted pages are fetched again after a resume.
-        frontier.admitted = len(frontier.pages)
-        return frontier

@@ -31,6 +31,7 @@ from scrapy.crawler import Crawler
 from traverse_crawl.core import urls
 from traverse_crawl.core.attempt import BACKOFF, NOT_BEFORE, ORIGIN_DELAY
 from traverse_crawl.core.config import get_config
+from traverse_crawl.shutdown import CrawlStopped, stopping
 from traverse_crawl.stats import inc
 
 _EPSILON = 1e-6
@@ -120,6 +121,9 @@ class PolitenessMiddleware:
         return cls(crawler)
 
     def process_request(self, request: Request) -> None:
+        if stopping(self.crawler) and not request.meta.get("traverse_robots"):
+            # SIGINT/SIGTERM: nothing new starts (shutdown.py).
+            raise CrawlStopped(f"crawl stopped before {request.url} was sent")
         meta = request.meta
         backoff = meta.pop(BACKOFF, None)
         if backoff is not None:

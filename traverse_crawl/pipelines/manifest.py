@@ -4,15 +4,24 @@ A seed's manifest is written once its BFS is finished *and* every one of its
 page items has passed the earlier pipelines (so a store failure noted by the
 snapshot pipeline is in it). Seeds still open when the spider closes (Ctrl-C,
 ``CLOSESPIDER_*``, an engine error) are written with what was recorded and a
-warning naming the close reason.
+warning naming the close reason; so are they after a second SIGINT/SIGTERM
+(``hard_stop``, called by ``traverse_crawl/shutdown.py``).
 
-Stats: ``manifest/written``, ``manifest/partial``, ``manifest/error``.
+A manifest that cannot be written (a full disk, a directory made read-only
+during the crawl) is tried again, then kept in a fallback file — in the
+``JOBDIR`` when there is one, else in the system's temporary directory — named
+in an ERROR line; the ``crawl`` command then exits 1 (issue 10).
+
+Stats: ``manifest/written``, ``manifest/partial``, ``manifest/error``,
+``manifest/fallback``.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import tempfile
+import time
 from typing import Any
 
 from scrapy import Spider, signals
@@ -24,10 +33,13 @@ from traverse_crawl.core.errors import ConfigError
 from traverse_crawl.core.frontier import Frontier
 from traverse_crawl.core.store import source_dir_name
 from traverse_crawl.items import PageItem
+from traverse_crawl.jobdir import jobdir_path
 from traverse_crawl.signals import seed_finished
 from traverse_crawl.stats import inc
 
 logger = logging.getLogger(__name__)
+
+WRITE_ATTEMPTS = 3
 
 
 class ManifestPipeline:
@@ -63,10 +75,16 @@ class ManifestPipeline:
 
     def _maybe_write(self, key: int) -> None:
         frontier = self.finished.get(key)
-        if frontier is not None and self.processed.get(key, 0) >= len(frontier.pages):
+        resumed = getattr(self.crawler.spider, "resumed", {}).get(key, 0)
+        if frontier is not None and self.processed.get(key, 0) + resumed >= len(frontier.pages):
             self.write(key, frontier)
 
     def on_spider_closed(self, spider: Spider, reason: str) -> None:
+        self.hard_stop(reason)
+
+    def hard_stop(self, reason: str) -> None:
+        """Write every seed's manifest not written yet, with the stop warning."""
+        spider = self.crawler.spider
         for key, frontier in getattr(spider, "frontiers", {}).items():
             if key not in self.written:
                 frontier.stop(reason)
@@ -78,14 +96,43 @@ class ManifestPipeline:
             return
         self.written.add(key)
         path = manifest_path(self.directory, frontier.seed_id)
+        manifest = frontier.manifest()
+        for _attempt in range(WRITE_ATTEMPTS):
+            try:
+                atomic_write_json(path, manifest)
+            except OSError as exc:
+                error = exc
+            else:
+                logger.info("manifest for seed %r: %s", frontier.seed_id, path)
+                inc(self.crawler.stats, "manifest/written")
+                return
+        inc(self.crawler.stats, "manifest/error")
+        self._fallback(path, frontier.seed_id, manifest, error)
+
+    def _fallback(self, path: str, seed_id: str, manifest: dict[str, Any], error: OSError) -> None:
+        directory = jobdir_path(self.crawler.settings) or tempfile.gettempdir()
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        fallback = os.path.join(
+            directory, f"manifest-{source_dir_name(seed_id)}-{stamp}-{os.getpid()}.json"
+        )
         try:
-            atomic_write_json(path, frontier.manifest())
+            atomic_write_json(fallback, manifest)
         except OSError as exc:
-            logger.error("could not write manifest %s: %s", path, exc)
-            inc(self.crawler.stats, "manifest/error")
+            logger.error(
+                "could not write manifest %s (%s), nor its fallback %s (%s): "
+                "the manifest of seed %r is lost",
+                path, _reason(error), fallback, _reason(exc), seed_id,
+            )  # fmt: skip
             return
-        logger.info("manifest for seed %r: %s", frontier.seed_id, path)
-        inc(self.crawler.stats, "manifest/written")
+        inc(self.crawler.stats, "manifest/fallback")
+        logger.error(
+            "could not write manifest %s (%s); its content is in %s",
+            path, _reason(error), fallback,
+        )  # fmt: skip
+
+
+def _reason(exc: OSError) -> str:
+    return f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc)
 
 
 def manifest_path(directory: str, seed_id: str) -> str:

@@ -37,10 +37,14 @@ from traverse_crawl.core.attempt import SNAPSHOT
 from traverse_crawl.core.config import TraverseConfig, get_config
 from traverse_crawl.core.errors import FetchError
 from traverse_crawl.core.frontier import Admission, Frontier, Outcome
+from traverse_crawl.core.jobstate import replay_sitemaps
 from traverse_crawl.core.links import find_links
 from traverse_crawl.core.sourceref import build_source_ref
 from traverse_crawl.exceptions import fetch_error_from_failure
 from traverse_crawl.items import PageItem
+from traverse_crawl.jobdir import Job, resolve_seeds
+from traverse_crawl.responses import snapshot_of
+from traverse_crawl.shutdown import CrawlStopped
 from traverse_crawl.signals import seed_finished
 from traverse_crawl.sitemaps import SitemapReader
 from traverse_crawl.stats import inc
@@ -56,6 +60,8 @@ class TraverseSpider(Spider):
     name = "traverse"
     config: TraverseConfig
     sitemaps: SitemapReader
+    seeds: list[seedlib.Seed]  # from the arguments, or from the JOBDIR
+    job: Job | None
 
     def __init__(
         self,
@@ -66,20 +72,23 @@ class TraverseSpider(Spider):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.seeds = seedlib.seeds_from_args(url, seeds, source_id, content_type)
+        self._seed_args = (url, seeds, source_id, content_type)
         self.frontiers: dict[int, Frontier] = {}
+        self.resumed: dict[int, int] = {}  # seed key -> outcomes taken from the JOBDIR
         self._announced: set[int] = set()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> TraverseSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.config = get_config(crawler)  # validates every setting before any request
+        spider.seeds, spider.job = resolve_seeds(crawler.settings, spider.config, spider._seed_args)
         spider.sitemaps = SitemapReader(
             crawler, spider.config, spider.parse_sitemap, spider.sitemap_failed
         )
         return spider
 
     async def start(self) -> AsyncIterator[Any]:
+        records = self.job.begin(self.crawler.stats) if self.job is not None else []
         for key, seed in enumerate(self.seeds):
             frontier = Frontier(
                 seed.id, seed.url, self.config.max_pages, self.config.max_depth, self.config.mode
@@ -88,21 +97,29 @@ class TraverseSpider(Spider):
             if self.config.mode == "replay" and not os.path.isdir(self.config.store):
                 # CONTRACT §1: a crawl that ran, with one invalid-config page per seed.
                 error = FetchError("invalid-config", "mode 'replay' requires a store")
-                page = frontier.fail_seed(error)
-                yield PageItem(page, key, 0, None)
+                yield PageItem(frontier.fail_seed(error), key, 0, None)  # finished now
                 self._check_finished(key)
                 continue
-            if not frontier.seed_is_valid and frontier.max_pages > 0:
-                frontier.admit()
-                outcome = Outcome({"error": seedlib.invalid_seed_error(seed.url).to_dict()})
-                for out in self._finish(key, 0, outcome):
+            frontier.admit()
+        kept = replay_sitemaps(self.frontiers, records)
+        sitemap_requests = {  # before the pages are replayed: this holds the BFS after the seed
+            key: request
+            for key, frontier in self.frontiers.items()
+            if key not in kept and (request := self.sitemaps.start(key, frontier))
+        }
+        if self.job is not None and records:
+            self.resumed = self.job.resume(self.frontiers, records)
+        for key, frontier in self.frontiers.items():
+            admissions = frontier.outstanding()
+            if not frontier.seed_is_valid and admissions:
+                error = seedlib.invalid_seed_error(frontier.seed_url)
+                for out in self._finish(key, 0, Outcome({"error": error.to_dict()})):
                     yield out
                 continue
-            for request in self._requests(key, frontier.admit()):
+            for request in self._requests(key, admissions):
                 yield request
-            sitemap_request = self.sitemaps.start(key, frontier)
-            if sitemap_request is not None:
-                yield sitemap_request
+            if key in sitemap_requests:
+                yield sitemap_requests[key]
             self._check_finished(key)
 
     # -- requests ------------------------------------------------------------
@@ -143,10 +160,8 @@ class TraverseSpider(Spider):
             logger.exception("unexpected error while processing %s", response.url)
             inc(self.crawler.stats, "frontier/unexpected_error")
             message = f"unexpected error while processing the response from {response.url}: {exc}"
-            outcome, snapshot = (
-                Outcome(_fetch_record(meta, FetchError("network", message))),
-                None,
-            )
+            outcome = Outcome(_fetch_record(meta, FetchError("network", message)))
+            snapshot = None
         for out in self._finish(key, index, outcome, snapshot):
             yield out
 
@@ -154,15 +169,18 @@ class TraverseSpider(Spider):
         self, frontier: Frontier, index: int, response: Response
     ) -> tuple[Outcome, dict[str, Any] | None]:
         meta = response.meta
-        snapshot = meta.get(SNAPSHOT) or self._snapshot(response)
+        snapshot = meta.get(SNAPSHOT) or snapshot_of(response)
         if isinstance(snapshot, FetchError):
             return Outcome(_fetch_record(meta, snapshot)), None
         links: list[str] = []
         offhost: str | None = None
         _, depth = frontier.queue[index]
-        if snapshot["contentType"] == "html" and frontier.may_follow(depth):
+        follow = frontier.may_follow(depth)
+        # With a JOBDIR every page's links are kept, for a resume with a larger depth
+        # (a link-bound warning only where the links are followed).
+        if snapshot["contentType"] == "html" and (follow or self.job is not None):
             if urls.same_origin(snapshot["url"], frontier.seed_origin):
-                links = await self._links(snapshot, frontier.seed_origin, meta)
+                links = await self._links(snapshot, frontier.seed_origin, meta if follow else {})
             else:
                 offhost = snapshot["url"]
         outcome = Outcome(
@@ -190,40 +208,10 @@ class TraverseSpider(Spider):
             inc(self.crawler.stats, "frontier/link_bound_hit")
         return links
 
-    def _snapshot(self, response: Response) -> dict[str, Any] | FetchError:
-        status = response.status
-        if status == 304:
-            return FetchError(
-                "http-error",
-                f"unexpected 304 Not Modified from {response.url} without validators "
-                "from a matching prior snapshot",
-                304,
-            )
-        if not 200 <= status < 300:
-            return FetchError("http-error", f"HTTP {status} from {response.url}", status)
-        meta = response.meta
-        header = _header(response, b"Content-Type")
-        # A rendered page is the browser's DOM serialised as UTF-8 HTML (SPEC §11).
-        rendered = "playwright" in response.flags
-        if rendered:
-            header = "text/html; charset=utf-8"
-        return snap.build_snapshot(
-            source_id=meta["traverse_page_id"],
-            url=response.url,
-            status=status,
-            content_type="html"
-            if rendered
-            else snap.resolve_content_type(header, meta.get("traverse_hint")),
-            raw_body=response.body,
-            content_type_header=header,
-            redirects=meta.get("traverse_redirects"),
-            etag=_header(response, b"ETag"),
-            last_modified=_header(response, b"Last-Modified"),
-            rendered=rendered,
-        )
-
     def on_error(self, failure: Failure) -> Iterator[Any]:
         request = failure.request  # type: ignore[attr-defined]
+        if isinstance(failure.value, CrawlStopped):
+            return iter(())  # never sent: the page stays admitted, a resume fetches it
         meta = request.meta
         error = fetch_error_from_failure(
             failure, request, self.config.download_timeout, self.config.download_maxsize
@@ -248,6 +236,8 @@ class TraverseSpider(Spider):
             yield request
             return
         _, admissions = self.frontiers[key].add_sitemap_urls(*self.sitemaps.result(key))
+        if self.job is not None:
+            self.job.keep_sitemaps(key, self.frontiers[key])
         yield from self._requests(key, admissions)
         self._check_finished(key)
 
@@ -260,7 +250,9 @@ class TraverseSpider(Spider):
             inc(self.crawler.stats, f"frontier/error/{outcome.fetch['error']['kind']}")
         # The item first: its snapshot is stored as early as possible (a crash
         # loses little); with CONCURRENT_ITEMS=2 the requests go on meanwhile.
-        yield PageItem(frontier.page_object(index, outcome), key, index, snapshot)
+        item = PageItem(frontier.page_object(index, outcome), key, index, snapshot)
+        item.outcome = outcome if self.job is not None else None  # for the JOBDIR journal
+        yield item
         _, admissions = frontier.record(index, outcome)
         yield from self._requests(key, admissions)
         self._check_finished(key)
@@ -293,10 +285,3 @@ def _fetch_record(meta: dict[str, Any], result: dict[str, Any] | FetchError) -> 
     if "traverse_render_escalation" in meta:
         fetch["renderEscalation"] = meta["traverse_render_escalation"]
     return fetch
-
-
-def _header(response: Response, name: bytes) -> str | None:
-    value = response.headers.get(name)
-    if not value:
-        return None
-    return value.decode("latin-1")

@@ -1,0 +1,126 @@
+"""Prompt stops: what the first and the second SIGINT/SIGTERM do (CONTRACT §6, issue 10).
+
+Scrapy's first signal closes the spider gracefully, but "gracefully" waits for
+every request already handed to the downloader, including those queued in the
+origins' download slots behind ``TRAVERSE_MIN_DELAY`` or a retry's backoff; its
+second signal stops the reactor at once, so no manifest is written. Here:
+
+- first signal: requests waiting in a download slot are taken back, unsent
+  (``CrawlStopped``: the spider records nothing for them, so they stay admitted
+  and a resume fetches them), and the politeness middleware refuses any request
+  that reaches it afterwards (one that waited for robots.txt).
+  Downloads in flight finish, bounded by ``DOWNLOAD_TIMEOUT``; then Scrapy
+  closes the spider and the manifests are written.
+- second signal: downloads in flight are abandoned, the items already in the
+  pipelines finish (their snapshots are written), every unfinished seed's
+  manifest is written, and only then does the reactor stop.
+- a third signal: Scrapy's immediate stop.
+
+``install(process)`` wires this into a ``CrawlerProcess`` (our ``crawl`` command
+calls it; scrapyd runs that command too).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from scrapy.crawler import Crawler
+from scrapy.exceptions import IgnoreRequest
+from scrapy.utils.ossignal import install_shutdown_handlers, signal_names
+
+from traverse_crawl.stats import inc
+
+logger = logging.getLogger(__name__)
+
+PIPELINE_GRACE = 10.0  # seconds the second signal waits for items already in the pipelines
+
+
+class CrawlStopped(IgnoreRequest):
+    """The crawl is stopping: this request was never sent."""
+
+
+_STOPPING = "_traverse_stopping"
+
+
+def stopping(crawler: Crawler) -> bool:
+    """Whether a stop signal came: then no page request may start."""
+    return bool(getattr(crawler, _STOPPING, False))
+
+
+def take_back_queued(crawler: Crawler) -> int:
+    """Mark the crawl as stopping; fail every request waiting in a download slot
+    with ``CrawlStopped``."""
+    setattr(crawler, _STOPPING, True)
+    engine = crawler.engine
+    if engine is None:
+        return 0
+    taken = 0
+    for slot in list(engine.downloader.slots.values()):
+        while slot.queue:
+            request, deferred = slot.queue.popleft()
+            deferred.errback(CrawlStopped(f"crawl stopped before {request.url} was sent"))
+            taken += 1
+    if taken:
+        inc(crawler.stats, "shutdown/unsent", taken)
+    return taken
+
+
+def _reactor() -> Any:
+    from twisted.internet import reactor  # imported late: importing installs a reactor
+
+    return reactor
+
+
+def install(process: Any) -> None:
+    """Replace the process's signal handlers with the behaviour described above."""
+    scrapy_shutdown = process._signal_shutdown
+    scrapy_kill = process._signal_kill
+
+    def first(signum: int, frame: Any) -> None:
+        scrapy_shutdown(signum, frame)  # installs process._signal_kill (``second``) next
+        for crawler in list(process.crawlers):
+            _reactor().callFromThread(take_back_queued, crawler)
+
+    def second(signum: int, frame: Any) -> None:
+        install_shutdown_handlers(scrapy_kill)
+        _reactor().callFromThread(_hard_stop, process, signum)
+
+    process._signal_shutdown = first
+    process._signal_kill = second
+
+
+def _hard_stop(process: Any, signum: int) -> None:
+    logger.warning(
+        "Received %s twice, abandoning the downloads in flight; writing the manifests "
+        "(send it again to stop at once)",
+        signal_names.get(signum, signum),
+    )
+    deadline = time.monotonic() + PIPELINE_GRACE
+    _wait_for_pipelines(process, deadline)
+
+
+def _wait_for_pipelines(process: Any, deadline: float) -> None:
+    busy = [c for c in process.crawlers if _items_in_pipelines(c) and time.monotonic() < deadline]
+    if busy:
+        _reactor().callLater(0.05, _wait_for_pipelines, process, deadline)
+        return
+    for crawler in list(process.crawlers):
+        for pipeline in _pipelines(crawler):
+            hard_stop = getattr(pipeline, "hard_stop", None)
+            if hard_stop is not None:
+                hard_stop("shutdown")
+    process._stop_reactor()
+
+
+def _items_in_pipelines(crawler: Crawler) -> bool:
+    engine = crawler.engine
+    slot = getattr(getattr(engine, "scraper", None), "slot", None)
+    return bool(slot is not None and slot.itemproc_size)
+
+
+def _pipelines(crawler: Crawler) -> list[Any]:
+    engine = crawler.engine
+    itemproc = getattr(getattr(engine, "scraper", None), "itemproc", None)
+    return list(getattr(itemproc, "middlewares", ()))
