@@ -93,6 +93,11 @@ class Job:
         else:
             inc(self.stats, "jobdir/kept")
 
+    def keep_sitemaps(self, key: int, frontier: Frontier) -> None:
+        """A seed's sitemap URLs, once in (given back before its pages at a resume)."""
+        found, warnings = frontier.sitemap_urls or [], frontier.sitemap_warnings
+        self.keep(jobstate.sitemaps_record(key, found, warnings, frontier.max_pages))
+
     def error(self, exc: BaseException) -> None:
         """The crawl goes on; the state is incomplete, and the exit status says so."""
         if not self.failed:
