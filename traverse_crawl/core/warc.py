@@ -112,6 +112,12 @@ def request_record(
     return _record(url, "request", http, body, date, {"WARC-Concurrent-To": concurrent_to})
 
 
+def _status_and_headers(status: int, protocol: str, headers: Headers) -> StatusAndHeaders:
+    """A response's status line and headers as warcio writes them."""
+    statusline = f"{status} {reason_phrase(status)}".rstrip()
+    return StatusAndHeaders(statusline, headers, protocol=protocol or "HTTP/1.1")
+
+
 def response_record(
     url: str,
     status: int,
@@ -122,8 +128,7 @@ def response_record(
     extra: dict[str, str] | None = None,
 ) -> ArcWarcRecord:
     """A response as received: status line, headers, payload before content decoding."""
-    statusline = f"{status} {reason_phrase(status)}".rstrip()
-    http = StatusAndHeaders(statusline, headers, protocol=protocol or "HTTP/1.1")
+    http = _status_and_headers(status, protocol, headers)
     return _record(url, "response", http, body, date, extra)
 
 
@@ -137,8 +142,7 @@ def revisit_record(
     extra: dict[str, str] | None = None,
 ) -> ArcWarcRecord:
     """A 304 to a conditional GET: profile server-not-modified, pointing at ``earlier``."""
-    statusline = f"{status} {reason_phrase(status)}".rstrip()
-    http = StatusAndHeaders(statusline, headers, protocol=protocol or "HTTP/1.1")
+    http = _status_and_headers(status, protocol, headers)
     record = BUILDER.create_revisit_record(
         url,
         earlier.payload_digest,

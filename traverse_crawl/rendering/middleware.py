@@ -33,10 +33,9 @@ a failed or timed-out render ``render-error``, a page over ``DOWNLOAD_MAXSIZE``
 has SPEC §11's outcomes ``not-needed``, ``rendered`` and ``render-failed-fallback``;
 as in Traverse, an ``always`` page that failed carries none.
 
-Settings: ``TRAVERSE_RENDER``, ``TRAVERSE_RENDER_WAIT_FOR`` (a CSS selector,
-checked at start-up by ``core.config``), ``DOWNLOAD_TIMEOUT`` (the whole rendered attempt),
-``DOWNLOAD_MAXSIZE``, ``USER_AGENT`` (the browser's), ``TRAVERSE_EGRESS_GUARD``,
-``TRAVERSE_EGRESS_ALLOW``, ``PLAYWRIGHT_ABORT_REQUEST`` (honoured after egress).
+Settings: ``TRAVERSE_RENDER``, ``TRAVERSE_RENDER_WAIT_FOR`` (a CSS selector, checked at
+start-up), ``DOWNLOAD_TIMEOUT`` (the whole rendered attempt), ``DOWNLOAD_MAXSIZE``, ``USER_AGENT``,
+``TRAVERSE_EGRESS_*``, ``PLAYWRIGHT_ABORT_REQUEST`` (honoured after egress).
 Meta keys (``core.render``): ``traverse_render`` (this attempt is rendered),
 ``traverse_render_fallback`` (the plain response kept for on-shell-warning),
 ``traverse_render_final`` (this attempt's outcome is settled),
