@@ -130,6 +130,8 @@ def resolve_seeds(
     reuses the journal it read instead of reading a large file again.
     """
     directory = jobdir_path(settings)
+    if config.redis.enabled and all(a is None for a in args):
+        return [], None  # a worker that joins a distributed crawl (CONTRACT §7)
     given = None if directory and all(a is None for a in args) else seeds_from_args(*args)
     if directory is None:
         assert given is not None

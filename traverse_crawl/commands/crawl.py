@@ -20,6 +20,7 @@ from scrapy.settings import BaseSettings
 from traverse_crawl.core.config import TraverseConfig
 from traverse_crawl.core.errors import ConfigError
 from traverse_crawl.core.scrapy_settings import parse_log_level
+from traverse_crawl.distributed.client import connect_sync
 from traverse_crawl.jobdir import jobdir_path, resolve_seeds
 from traverse_crawl.rendering.addon import check_render
 from traverse_crawl.shutdown import install as install_shutdown
@@ -109,6 +110,8 @@ def check(settings: BaseSettings, spargs: dict[str, str]) -> None:
     if jobdir:
         check_writable("JOBDIR", jobdir)
     check_render(settings)
+    if config.redis.enabled:  # before the reactor: a blocking check is fine here
+        connect_sync(config.redis).close()
 
 
 def check_writable(name: str, path: str) -> None:

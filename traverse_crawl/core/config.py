@@ -20,6 +20,8 @@ from typing import Any, Literal, NamedTuple, Protocol, TypeVar, get_args
 import cssselect
 
 from traverse_crawl.core import urls
+from traverse_crawl.core.distconfig import DEFAULTS as REDIS_DEFAULTS
+from traverse_crawl.core.distconfig import RedisConfig
 from traverse_crawl.core.errors import ConfigError
 from traverse_crawl.core.robots import Matcher, Policy
 from traverse_crawl.core.scrapy_settings import (
@@ -233,6 +235,7 @@ FIELDS: dict[str, Field] = {
     "progress": Field("TRAVERSE_PROGRESS", "auto", choice(get_args(ProgressMode))),
 }
 DEFAULTS: dict[str, Any] = {field.setting: field.default for field in FIELDS.values()}
+DEFAULTS.update(REDIS_DEFAULTS)  # a distributed crawl's (core/distconfig.py)
 
 
 @dataclass(frozen=True)
@@ -266,6 +269,7 @@ class TraverseConfig:
     max_links_per_page: int
     tls_verify: bool
     progress: ProgressMode
+    redis: RedisConfig  # REDIS_URL and the distributed crawl's settings
 
     @classmethod
     def from_settings(cls, settings: SettingsLike) -> TraverseConfig:
@@ -275,7 +279,7 @@ class TraverseConfig:
             value = settings.get(name)
             values[attr] = parse(name, default if value is None else value)
         check_scrapy_settings(settings)  # Scrapy's own settings a crawl relies on
-        return cls(**values)
+        return cls(**values, redis=RedisConfig.from_settings(settings))
 
 
 _ATTR = "_traverse_config"

@@ -1,0 +1,173 @@
+"""The Redis connection of a distributed crawl, and the names of its keys (CONTRACT §7).
+
+- ``connect(settings)``: a pinged ``redis.asyncio.Redis`` from ``REDIS_URL`` and
+  ``REDIS_PARAMS`` (scrapy-redis's settings); unreachable is a ``ConfigError``
+  naming ``REDIS_URL`` (exit 2 from ``scrapy crawl``). ``connect_sync`` is the
+  same for code that runs before the reactor starts (the ``crawl`` command's
+  checks); nothing on the reactor thread may block on Redis.
+- ``Keys(crawl_id)``: every key of a crawl, all under ``traverse:<crawl id>:``.
+- ``Retrying``: a call retried with backoff while Redis is unreachable, up to
+  ``TRAVERSE_REDIS_RETRY`` seconds, then ``RedisLost`` naming ``REDIS_URL``.
+
+Responses are decoded (``decode_responses=True``): every value we keep is
+text (JSON), never a pickle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import redis
+import redis.asyncio
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from traverse_crawl.core.distconfig import RedisConfig, SettingsLike, redact
+from traverse_crawl.core.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# redis-py's connection arguments unless REDIS_PARAMS says otherwise: a paused
+# or lost server is noticed within seconds, and the retry loop takes over.
+DEFAULT_PARAMS: dict[str, Any] = {"socket_timeout": 10.0, "socket_connect_timeout": 5.0}
+UNREACHABLE = (RedisConnectionError, RedisTimeoutError, OSError)
+
+
+class RedisLost(Exception):
+    """Redis stayed unreachable for ``TRAVERSE_REDIS_RETRY`` seconds during a crawl."""
+
+
+def redis_config(settings: SettingsLike | RedisConfig) -> RedisConfig:
+    return settings if isinstance(settings, RedisConfig) else RedisConfig.from_settings(settings)
+
+
+def _params(config: RedisConfig) -> dict[str, Any]:
+    params = {**DEFAULT_PARAMS, **config.params, "decode_responses": True}
+    params.pop("redis_cls", None)  # scrapy-redis's own key: the client class is ours
+    return params
+
+
+def client(settings: SettingsLike | RedisConfig) -> redis.asyncio.Redis:
+    """An asyncio client (not connected yet); ``ConfigError`` for a bad ``REDIS_PARAMS``."""
+    config = redis_config(settings)
+    try:
+        return redis.asyncio.Redis.from_url(config.url, **_params(config))
+    except (TypeError, ValueError) as exc:
+        raise ConfigError("REDIS_PARAMS", f"not accepted by redis-py: {exc}") from None
+
+
+def unreachable(config: RedisConfig, exc: BaseException) -> ConfigError:
+    reason = str(exc) or type(exc).__name__
+    return ConfigError("REDIS_URL", f"cannot reach Redis at {redact(config.url)}: {reason}")
+
+
+async def connect(settings: SettingsLike | RedisConfig) -> redis.asyncio.Redis:
+    """A client whose server answered PING; ``ConfigError`` naming ``REDIS_URL`` if none."""
+    config = redis_config(settings)
+    conn = client(config)
+    try:
+        await conn.ping()
+    except (*UNREACHABLE, redis.exceptions.RedisError) as exc:
+        await conn.aclose()
+        raise unreachable(config, exc) from None
+    return conn
+
+
+def connect_sync(settings: SettingsLike | RedisConfig) -> redis.Redis:
+    """``connect`` for code that runs before the reactor (blocking is fine there)."""
+    config = redis_config(settings)
+    try:
+        conn = redis.Redis.from_url(config.url, **_params(config))
+    except (TypeError, ValueError) as exc:
+        raise ConfigError("REDIS_PARAMS", f"not accepted by redis-py: {exc}") from None
+    try:
+        conn.ping()
+    except (*UNREACHABLE, redis.exceptions.RedisError) as exc:
+        conn.close()
+        raise unreachable(config, exc) from None
+    return conn
+
+
+class Keys:
+    """The names of a crawl's keys; all start with ``traverse:<crawl id>:``.
+
+    Crawl-wide: ``config`` (JSON: the crawl-defining settings, set by the first
+    worker), ``seeds`` (hash: seed id → seed number), ``seedlist`` (list: seed
+    JSON by number), ``ready`` (sorted set: tasks to take), ``leases`` (sorted
+    set: taken tasks → expiry, Redis time in ms), ``tokens`` (hash: task →
+    lease token), ``counter`` (lease tokens), ``workers`` (sorted set: worker →
+    last heartbeat), ``written`` (count of manifests written). Per seed number
+    ``n``: ``seed(n, part)`` for its ``state`` (hash), ``queue`` (list of
+    ``[url, depth, parent]``), ``seen`` and ``overflow`` (sets), ``pending``
+    (hash: index → links not yet committed), ``records`` (hash: index → page
+    record). Per origin (issue 13 item 3): ``origin(kind, origin)``.
+    """
+
+    def __init__(self, crawl_id: str) -> None:
+        self.crawl_id = crawl_id
+        self.prefix = f"traverse:{crawl_id}:"
+        self.config = self.key("config")
+        self.seeds = self.key("seeds")
+        self.seedlist = self.key("seedlist")
+        self.ready = self.key("ready")
+        self.leases = self.key("leases")
+        self.tokens = self.key("tokens")
+        self.counter = self.key("counter")
+        self.workers = self.key("workers")
+        self.written = self.key("written")
+        self.pattern = self.prefix + "*"  # every key of the crawl (SCAN MATCH)
+
+    def key(self, *parts: object) -> str:
+        """``traverse:<crawl id>:part:part...``: a key of this crawl."""
+        return self.prefix + ":".join(str(part) for part in parts)
+
+    def seed(self, number: int, part: str) -> str:
+        return self.key("seed", number, part)
+
+    def origin(self, kind: str, origin: str) -> str:
+        """A per-origin key (``ledger``, ``robots``, ``backoff``, ...)."""
+        return self.key(kind, origin)
+
+
+class Retrying:
+    """Calls that survive a short Redis outage (CONTRACT §7).
+
+    ``await retrying(fn)`` awaits ``fn()``; while Redis is unreachable it tries
+    again with exponential backoff (0.1 s doubling to 2 s), for up to
+    ``TRAVERSE_REDIS_RETRY`` seconds counted from the first failure, then
+    raises ``RedisLost`` with a message naming ``REDIS_URL``.
+    """
+
+    def __init__(self, config: RedisConfig) -> None:
+        self.config = config
+
+    async def __call__(self, fn: Callable[[], Awaitable[T]]) -> T:
+        started: float | None = None
+        wait = 0.1
+        while True:
+            try:
+                return await fn()
+            except UNREACHABLE as exc:
+                now = time.monotonic()
+                if started is None:
+                    started = now
+                    logger.warning(
+                        "Redis at %s unreachable (%s); retrying for up to %.0f s "
+                        "(TRAVERSE_REDIS_RETRY)",
+                        redact(self.config.url), exc, self.config.redis_retry,
+                    )  # fmt: skip
+                if now - started >= self.config.redis_retry:
+                    raise RedisLost(
+                        f"REDIS_URL: lost Redis at {redact(self.config.url)} for "
+                        f"{now - started:.0f} s (TRAVERSE_REDIS_RETRY={self.config.redis_retry:g}):"
+                        f" {exc}; the crawl's state in Redis is kept, start workers again "
+                        "to go on"
+                    ) from None
+                await asyncio.sleep(min(wait, max(0.0, started + self.config.redis_retry - now)))
+                wait = min(wait * 2, 2.0)
