@@ -5,6 +5,7 @@
     .venv/bin/python bench/run.py replay       # issue 4: replay pages/s beside live pages/s
     .venv/bin/python bench/run.py all          # the three above, sharing one site and server
     .venv/bin/python bench/run.py warc         # issue 14: capture with TRAVERSE_WARC_DIR vs without
+    .venv/bin/python bench/run.py capture      # issue 17: capture (default mode) vs live
     .venv/bin/python bench/run.py profile      # py-spy profiles of both spiders, hot spots
 
 Run from the repository root with the project's venv. Every crawl is a real
@@ -50,6 +51,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from bench.capture import bench_capture  # noqa: E402
 from bench.site import (  # noqa: E402
     DEFAULT_PAGE_BYTES,
     DEFAULT_PAGES,
@@ -260,6 +262,7 @@ class Bench:
         store: Path | None = None,
         prefix: list[str] | None = None,
         extra: list[str] | None = None,
+        cwd: Path | None = None,
     ) -> Run:
         work = self._dir(label)
         pages = self.site.pages if pages is None else pages
@@ -267,7 +270,7 @@ class Bench:
         manifests = work / "manifests"
         cmd = self.traverse_cmd(mode, pages, store, manifests, min_delay, concurrency, extra)
         env = dict(os.environ, SCRAPY_SETTINGS_MODULE="traverse_crawl.settings")
-        run = self._run(label, (prefix or []) + cmd, REPO, env, work)
+        run = self._run(label, (prefix or []) + cmd, cwd or REPO, env, work)
         found = sorted(manifests.glob("*.json"))
         if found:
             manifest = json.loads(found[0].read_text(encoding="utf-8"))
@@ -888,7 +891,9 @@ def main(argv: list[str] | None = None) -> int:
         description="traverse_crawl benchmarks",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("what", choices=["crawl", "politeness", "replay", "all", "profile", "warc"])
+    parser.add_argument(
+        "what", choices=["crawl", "politeness", "replay", "all", "profile", "warc", "capture"]
+    )
     parser.add_argument("--runs", type=int, default=3, help="measured runs per configuration")
     parser.add_argument("--warmup", type=int, default=1, help="unmeasured runs first")
     parser.add_argument("--pages", type=int, default=DEFAULT_PAGES)
@@ -904,6 +909,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--polite-delay", type=float, default=0.05)
     parser.add_argument("--profile-rate", type=int, default=200)
     parser.add_argument("--profile-top", type=int, default=40)
+    parser.add_argument("--baseline", type=Path, default=None, help="capture: A/B checkout")
     parser.add_argument("--site-dir", type=Path, default=None, help="reuse a generated site here")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
     parser.add_argument(
@@ -959,6 +965,8 @@ def main(argv: list[str] | None = None) -> int:
             result["profile"] = bench_profile(bench)
         if args.what == "warc":
             result["warc"] = bench_warc(bench)
+        if args.what == "capture":
+            result["capture"] = bench_capture(bench)
         if args.what in ("replay", "all"):
             live = None
             if "crawl" in result:
