@@ -19,6 +19,7 @@ from traverse_crawl.core.snapshot import build_snapshot
 from traverse_crawl.core.store import (
     FilesystemSnapshotStore,
     deserialize,
+    encode,
     file_name,
     serialize,
     sort_newest_first,
@@ -89,6 +90,11 @@ def test_serialize_is_json_stringify_byte_for_byte() -> None:
         '  "body": "<p>café \u2028 \\u0001 \\"q\\" \\\\ /</p>\\n\U0001f600",\n'
         '  "bodyHash": "abc",\n  "etag": "W/\\"x\\""\n}'
     )
+    # The bytes a capture writes are the same text, found without a scan for
+    # surrogates (only an encoding that fails can hold one).
+    assert encode(snap) == serialize(snap).encode("utf-8")
+    plain = dict(snap, sourceId="s::é")
+    assert encode(plain) == serialize(plain).encode("utf-8")
 
 
 def test_serialize_binary_body_is_base64_last_key() -> None:

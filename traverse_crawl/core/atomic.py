@@ -11,6 +11,7 @@ crash left behind (SPEC §12 reads ``*.json`` only).
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import json
 import os
@@ -27,13 +28,8 @@ def atomic_write(path: str, write: Callable[[BinaryIO], None]) -> None:
     ``write`` streams into the temporary file, so a large document (a manifest)
     never needs a second copy in memory.
     """
-    directory = os.path.dirname(path) or "."
-    os.makedirs(directory, exist_ok=True)
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(6)}{TEMP_SUFFIX}")
-    # os.open with 0o666 lets the umask decide the mode, as Node's writeFile
-    # does; mkstemp would make every snapshot 0600 (unreadable by other users).
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(tmp, flags, 0o666)
+    tmp, fd = create_temp(path)
+    directory = os.path.dirname(tmp)
     try:
         with os.fdopen(fd, "wb") as handle:
             write(handle)
@@ -45,6 +41,17 @@ def atomic_write(path: str, write: Callable[[BinaryIO], None]) -> None:
             os.unlink(tmp)
         raise
     fsync_directory(directory)
+
+
+def create_temp(path: str) -> tuple[str, int]:
+    """A new temporary file beside ``path`` (its directory created), open for writing."""
+    directory = os.path.dirname(path) or "."
+    os.makedirs(directory, exist_ok=True)
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(6)}{TEMP_SUFFIX}")
+    # os.open with 0o666 lets the umask decide the mode, as Node's writeFile
+    # does; mkstemp would make every snapshot 0600 (unreadable by other users).
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    return tmp, os.open(tmp, flags, 0o666)
 
 
 def atomic_write_bytes(path: str, data: bytes) -> None:
@@ -72,15 +79,20 @@ def atomic_write_json(path: str, obj: Any) -> None:
     atomic_write(path, write)
 
 
-def fsync_directory(directory: str) -> None:
-    """Make the rename itself durable; best effort (not every filesystem allows it)."""
+def fsync_directory(directory: str, strict: bool = False) -> None:
+    """Make the rename itself durable; best effort (not every filesystem allows it).
+
+    ``strict``: an fsync that fails is raised (a directory that cannot be
+    opened, or a filesystem without directory fsync, still is not).
+    """
     try:
         fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError:
         return
     try:
         os.fsync(fd)
-    except OSError:
-        pass
+    except OSError as exc:
+        if strict and exc.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):
+            raise
     finally:
         os.close(fd)

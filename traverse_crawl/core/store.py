@@ -2,7 +2,8 @@
 
 Layout: ``<root>/<source_dir_name(id)>/<fetchedAt with ":"→"-">-<bodyHash[:12]>.json``.
 File text: ``json.dumps(snapshot, indent=2, ensure_ascii=False)``, no final newline;
-binary bodies as ``bodyBytesBase64``, the last key. Writes are atomic (``core.atomic``).
+binary bodies as ``bodyBytesBase64``, the last key. Writes are atomic (``core.atomic``;
+a capture's pages are committed in batches by ``core.groupcommit``, same guarantee).
 
 Where Traverse's code and its docs disagree, the code is copied (SPEC §17):
 - the order is newest first by ``fetchedAt`` and then ``bodyHash``, both compared
@@ -36,7 +37,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from traverse_crawl.core.atomic import atomic_write_text
+from traverse_crawl.core.atomic import atomic_write_bytes
 from traverse_crawl.core.js import decode_base64, js_string, locale_compare, utf8
 from traverse_crawl.core.snapshot import Snapshot
 
@@ -82,14 +83,33 @@ def serialize(snapshot: Snapshot) -> str:
     well-formed ``JSON.stringify`` does; Python would otherwise write it raw and
     the file could not be encoded as UTF-8.
     """
+    text = _json_text(snapshot)
+    return _escape_lone_surrogates(text) if _LONE_SURROGATE.search(text) else text
+
+
+def encode(snapshot: Snapshot) -> bytes:
+    """The file's bytes: ``serialize`` as UTF-8 (what ``put`` writes).
+
+    Only an encoding that fails can hold a lone surrogate, so the regex scan of
+    the whole text (which cost more than the JSON encoding itself) is skipped.
+    """
+    text = _json_text(snapshot)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _escape_lone_surrogates(text).encode("utf-8")
+
+
+def _json_text(snapshot: Snapshot) -> str:
     data = {key: value for key, value in snapshot.items() if key != "bodyBytes"}
     body_bytes = snapshot.get("bodyBytes")
     if body_bytes is not None:
         data["bodyBytesBase64"] = base64.b64encode(bytes(body_bytes)).decode("ascii")
-    text = json.dumps(data, indent=2, ensure_ascii=False)
-    if _LONE_SURROGATE.search(text):
-        text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", js_string(text))
-    return text
+    return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+def _escape_lone_surrogates(text: str) -> str:
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", js_string(text))
 
 
 def _reject_constant(name: str) -> Any:
@@ -195,7 +215,7 @@ class FilesystemSnapshotStore:
         """Write atomically and return the path. The same ``fetchedAt`` and hash
         prefix overwrite the file, as a 304's re-put does (SPEC §12, §13.6)."""
         path = self.path(snapshot)
-        atomic_write_text(path, serialize(snapshot))
+        atomic_write_bytes(path, encode(snapshot))
         return path
 
     def list(self, source_id: str, damaged: Damaged | None = None) -> list[Snapshot]:

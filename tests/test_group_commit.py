@@ -1,0 +1,218 @@
+"""Group commit of snapshot files (issue 17): same guarantee, one disk flush per batch.
+
+A batch's files are written, synced together, renamed and synced together;
+a file that fails fails alone, a page is reported stored (to the JOBDIR journal,
+to the manifest) only once its file is durable, and a full disk costs exactly
+the pages that did not fit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.jobdir_helpers import crawl_command, long_site, manifest, run, start, stop
+from tests.server import Server
+from traverse_crawl.core import groupcommit
+from traverse_crawl.core.groupcommit import GroupCommitWriter, Result, write_batch
+from traverse_crawl.core.journal import FileJournal
+from traverse_crawl.core.sourceref import parse_source_ref
+from traverse_crawl.core.store import FilesystemSnapshotStore, deserialize
+
+SYNC_MODES = [
+    pytest.param(True, id="syncfs"),
+    pytest.param(False, id="fsync-per-file"),
+]
+
+
+def _leftovers(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*") if p.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("use_syncfs", SYNC_MODES)
+def test_a_batch_writes_every_file_and_fails_only_the_broken_ones(
+    tmp_path: Path, use_syncfs: bool
+) -> None:
+    if use_syncfs and groupcommit._SYNCFS is None:
+        pytest.skip("no syncfs(2) on this system")
+    (tmp_path / "blocker").write_text("a file where a directory should be")
+    (tmp_path / "kept").mkdir()
+    (tmp_path / "kept" / "old.json").write_bytes(b"old")
+
+    def broken() -> bytes:
+        raise ValueError("cannot render")
+
+    jobs = [
+        (str(tmp_path / "a" / "one.json"), lambda: b"one"),
+        (str(tmp_path / "blocker" / "two.json"), lambda: b"two"),
+        (str(tmp_path / "kept" / "old.json"), lambda: b"replaced"),
+        (str(tmp_path / "b" / "three.json"), broken),
+        (str(tmp_path / "b" / "four.json"), lambda: b"four" * 10_000),
+    ]
+    errors = write_batch(jobs, use_syncfs=use_syncfs)
+
+    assert [type(e) for e in errors] == [
+        type(None), FileExistsError, type(None), ValueError, type(None)
+    ]  # fmt: skip
+    assert (tmp_path / "a" / "one.json").read_bytes() == b"one"
+    assert (tmp_path / "kept" / "old.json").read_bytes() == b"replaced"
+    assert (tmp_path / "b" / "four.json").read_bytes() == b"four" * 10_000
+    assert not (tmp_path / "b" / "three.json").exists()
+    assert _leftovers(tmp_path) == []
+
+
+def test_the_writer_answers_every_file_once_in_order_in_batches(tmp_path: Path) -> None:
+    batches: list[list[Result]] = []
+    done = threading.Event()
+    total = 300
+
+    def deliver(results: list[Result]) -> None:
+        batches.append(results)
+        if sum(len(b) for b in batches) >= total:
+            done.set()
+
+    writer = GroupCommitWriter(deliver)
+    try:
+        for i in range(total):
+            data = f"file {i}".encode()
+            writer.submit(i, str(tmp_path / f"d{i % 7}" / f"{i}.json"), lambda d=data: d)
+        assert done.wait(60)
+    finally:
+        writer.close()
+    answered = [token for batch in batches for token, _, _ in batch]
+    assert answered == list(range(total))
+    assert all(error is None for batch in batches for _, _, error in batch)
+    # Files queued while a batch was being synced were committed together.
+    assert len(batches) < total
+    assert max(len(b) for b in batches) <= groupcommit.MAX_BATCH
+    for i in range(total):
+        assert (tmp_path / f"d{i % 7}" / f"{i}.json").read_bytes() == f"file {i}".encode()
+    with pytest.raises(RuntimeError):
+        writer.submit(total, str(tmp_path / "late.json"), lambda: b"")
+
+
+def _on_disk(store: Path, ref: str) -> dict[str, Any] | None:
+    parsed = parse_source_ref(ref)
+    assert parsed is not None
+    path = FilesystemSnapshotStore(str(store)).path(
+        {"sourceId": parsed.source_id, "fetchedAt": parsed.fetched_at, "bodyHash": parsed.body_hash}
+    )
+    if not os.path.exists(path):
+        return None
+    snapshot = deserialize(Path(path).read_text(encoding="utf-8"))
+    assert snapshot is not None, f"{path} is torn"
+    assert snapshot["bodyHash"] == parsed.body_hash
+    return snapshot
+
+
+def test_sigkill_during_batches_leaves_no_claim_without_its_file(
+    server: Server, tmp_path: Path
+) -> None:
+    """Killed at seeded moments while batches are written: every page the JOBDIR
+    journal kept as stored has its snapshot file, whole; so does the manifest's."""
+    long_site(server)
+    store = tmp_path / "store"
+    command = crawl_command(server, tmp_path, "-s", f"JOBDIR={tmp_path / 'job'}")
+    rng = random.Random(1711)
+    claims_checked = 0
+    for target in sorted(rng.sample(range(20, 280), 6)):
+        proc = start(command)
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and len(list(store.rglob("*.json"))) < target:
+            assert time.monotonic() < deadline, "the capture never got going"
+            time.sleep(0.002)
+        time.sleep(rng.uniform(0, 0.03))
+        stop(proc, signal.SIGKILL)
+        for record in FileJournal(str(tmp_path / "job")).records():
+            if record["t"] == "page" and "ref" in record and "store" not in record:
+                assert _on_disk(store, record["ref"]) is not None, record["u"]
+                claims_checked += 1
+    assert claims_checked > 0
+
+    final = stop_after(start(command[:5] + command[9:]))  # resumed from the JOBDIR
+    assert final == 0
+    pages = manifest(tmp_path)["pages"]
+    assert all(_on_disk(store, page["sourceRef"]) is not None for page in pages)
+
+
+def stop_after(proc: subprocess.Popen[str]) -> int:
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err[-2000:]
+    return proc.returncode
+
+
+FULL_PAGES = 60
+FILLER = "<p>" + "full disk " * 5_000 + "</p>"  # ~50 KB a page, ~100 KB of JSON
+
+
+def _can_mount_tmpfs(tmp_path: Path) -> bool:
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    if shutil.which("unshare") is None:
+        return False
+    done = subprocess.run(
+        ["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o size=64k tmpfs {probe}"],
+        capture_output=True,
+        check=False,
+    )
+    probe.rmdir()
+    return done.returncode == 0
+
+
+def test_a_full_disk_fails_exactly_the_pages_that_did_not_fit(
+    server: Server, tmp_path: Path
+) -> None:
+    """A real full disk: the store on a 1 MiB tmpfs, mounted in a private mount
+    namespace. Pages whose file did not fit get the store warning; every other
+    page's snapshot is on disk and whole, those captured before included."""
+    if not _can_mount_tmpfs(tmp_path):
+        pytest.skip("cannot mount a tmpfs in a private mount namespace (needs root)")
+    links = "".join(f'<a href="p{i}.html">{i}</a>' for i in range(FULL_PAGES))
+    server.site({"/home.html": links})
+    server.site({f"/p{i}.html": f"<h1>page {i}</h1>{FILLER}" for i in range(FULL_PAGES)})
+    store, copy = tmp_path / "store", tmp_path / "copy"
+    store.mkdir()
+    crawl = [
+        sys.executable, "-m", "scrapy", "crawl", "traverse",
+        "-a", f"url={server.url('/home.html')}", "-a", "source_id=full",
+        "-s", f"TRAVERSE_EGRESS_ALLOW={server.origin}",
+        "-s", "TRAVERSE_MIN_DELAY=0",
+        "-s", "TRAVERSE_MAX_DEPTH=1",
+        "-s", f"TRAVERSE_MAX_PAGES={FULL_PAGES + 1}",
+        "-s", f"TRAVERSE_STORE={store}",
+        "-s", f"TRAVERSE_MANIFEST_DIR={tmp_path / 'manifests'}",
+    ]  # fmt: skip
+    script = (
+        f'mount -t tmpfs -o size=1m tmpfs "{store}" || exit 99\n'
+        '"$@"; rc=$?\n'
+        f'cp -a "{store}" "{copy}"\n'  # the tmpfs goes with the namespace
+        "exit $rc\n"
+    )
+    done = run(["unshare", "-m", "sh", "-c", script, "sh", *crawl], timeout=180)
+    assert done.returncode in (0, 1), done.stderr[-3000:]
+    found = manifest(tmp_path)
+    failed = {
+        w.split(": store.put failed", 1)[0].split("] ", 1)[1]
+        for w in found["warnings"]
+        if "store.put failed (No space left on device" in w
+    }
+    stored = {p["url"] for p in found["pages"]} - failed
+    assert failed and stored, (len(failed), len(stored))
+    for page in found["pages"]:
+        on_disk = _on_disk(copy, page["sourceRef"])
+        assert (on_disk is not None) == (page["url"] in stored), page["url"]
+    assert _leftovers(copy) == []
+    assert "snapshot/store_failed" in done.stderr
+    stats = json.dumps(found["warnings"])
+    assert "page fetch result kept, snapshot not persisted" in stats
