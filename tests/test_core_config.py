@@ -34,6 +34,9 @@ def test_defaults():
          frozenset({"http://127.0.0.1:8000", "https://a.test"})),
         ({"TRAVERSE_EGRESS_ALLOW": '["http://127.0.0.1:80/"]'}, "egress_allow",
          frozenset({"http://127.0.0.1"})),
+        ({"TRAVERSE_DNS_TTL_MAX": "30"}, "dns_ttl_max", 30.0),
+        ({"TRAVERSE_DNS_TTL_MAX": "0"}, "dns_ttl_max", 0.0),
+        ({}, "dns_ttl_max", 300.0),
     ],
 )  # fmt: skip
 def test_values_and_clamps(settings, attr, value):
@@ -56,6 +59,7 @@ def test_values_and_clamps(settings, attr, value):
         ({"TRAVERSE_EGRESS_ALLOW": "[1, 2]"}, "TRAVERSE_EGRESS_ALLOW"),
         ({"DOWNLOAD_TIMEOUT": "0"}, "DOWNLOAD_TIMEOUT"),
         ({"TRAVERSE_STORE": ""}, "TRAVERSE_STORE"),
+        ({"TRAVERSE_DNS_TTL_MAX": "five minutes"}, "TRAVERSE_DNS_TTL_MAX"),
     ],
 )
 def test_invalid_values_name_the_setting(settings, named):

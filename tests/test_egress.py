@@ -18,113 +18,25 @@ from typing import Any
 import pytest
 import pytest_twisted
 from scrapy.exceptions import NotConfigured
-from scrapy.resolver import HostResolution
 from scrapy.utils.test import get_crawler
 from twisted.internet import defer, reactor, task
-from twisted.internet.address import IPv4Address
 from twisted.internet.error import DNSLookupError
-from twisted.internet.interfaces import IHostnameResolver
-from twisted.names import client, common, dns
-from twisted.names import error as dns_error
-from twisted.names import server as dns_server
 from twisted.web.client import Agent, readBody
-from zope.interface import implementer
 
 from tests.cli import crawl_args, scrapy
+from tests.dnsserver import ScriptedDNS, installed
 from tests.server import Handler, Reply, Server, serve
 from traverse_crawl.core import egress
 from traverse_crawl.downloadermiddlewares.egress import EgressGuardMiddleware
 from traverse_crawl.resolver import PinnedResolver
 
-# -- a real DNS server on 127.0.0.1 ---------------------------------------------------
-
-
-class ScriptedAuthority(common.ResolverBase):
-    """Answers A queries from a script: name -> successive answers (the last one repeats).
-
-    A name not in the script is NXDOMAIN. Every query is recorded.
-    """
-
-    def __init__(self, script: dict[str, list[list[str]]]) -> None:
-        super().__init__()
-        self.script = script
-        self.silent: set[str] = set()  # names that never get an answer
-        self.queries: list[str] = []
-
-    def _lookup(self, name: Any, cls: int, qtype: int, timeout: Any) -> defer.Deferred[Any]:
-        text = name.decode("ascii") if isinstance(name, bytes) else str(name)
-        self.queries.append(text)
-        if text in self.silent:
-            return defer.Deferred()
-        answers = self.script.get(text)
-        if answers is None:
-            return defer.fail(dns_error.DomainError(text))
-        current = answers.pop(0) if len(answers) > 1 else answers[0]
-        records = [
-            dns.RRHeader(name=text, type=dns.A, ttl=0, payload=dns.Record_A(a, ttl=0), auth=True)
-            for a in current
-        ]
-        return defer.succeed((records, [], []))
-
-
-@implementer(IHostnameResolver)
-class NamesResolver:
-    """An ``IHostnameResolver`` that asks only the scripted DNS server (A records)."""
-
-    def __init__(self, port: int) -> None:
-        self.client = client.Resolver(servers=[("127.0.0.1", port)], timeout=(2,))
-
-    def resolveHostName(
-        self,
-        resolutionReceiver: Any,
-        hostName: str,
-        portNumber: int = 0,
-        addressTypes: Any = None,
-        transportSemantics: str = "TCP",
-    ) -> Any:
-        resolution = HostResolution(hostName)
-        resolutionReceiver.resolutionBegan(resolution)
-
-        def got(result: Any) -> None:
-            for record in result[0]:
-                if record.type == dns.A:
-                    address = IPv4Address("TCP", record.payload.dottedQuad(), portNumber)
-                    resolutionReceiver.addressResolved(address)
-
-        d = self.client.lookupAddress(hostName)
-        d.addCallbacks(got, lambda failure: None)
-        d.addBoth(lambda _: resolutionReceiver.resolutionComplete())
-        return resolution
-
-
-class ScriptedDNS:
-    def __init__(self) -> None:
-        self.authority = ScriptedAuthority({})
-        factory = dns_server.DNSServerFactory(authorities=[self.authority])
-        self.port = reactor.listenUDP(0, dns.DNSDatagramProtocol(factory), interface="127.0.0.1")
-        self.resolver = PinnedResolver(reactor, underlying=NamesResolver(self.port.getHost().port))
-
-    def answer(self, name: str, *answers: list[str]) -> None:
-        self.authority.script[name] = list(answers)
-
-    def queries(self, name: str) -> int:
-        return self.authority.queries.count(name)
+# -- a real DNS server on 127.0.0.1 (tests/dnsserver.py) ---------------------------------
 
 
 @pytest.fixture
 def scripted_dns() -> Iterator[ScriptedDNS]:
-    """The scripted DNS server behind a ``PinnedResolver`` installed on the reactor.
-
-    The egress guard finds this resolver installed and uses it, for its own
-    lookups (through the DNS server) and for pinning.
-    """
-    fake = ScriptedDNS()
-    previous = reactor.installNameResolver(fake.resolver)
-    try:
-        yield fake
-    finally:
-        reactor.installNameResolver(previous)
-        fake.port.stopListening()
+    """The scripted DNS server behind a ``PinnedResolver`` installed on the reactor."""
+    yield from installed(ScriptedDNS())
 
 
 class LoopbackServer(Server):
@@ -367,11 +279,13 @@ async def test_guarded_resolver_refuses_an_unpinned_non_public_answer(server, sc
 
 @pytest_twisted.ensureDeferred
 async def test_lookup_returns_every_address_and_ignores_pins(scripted_dns):
-    scripted_dns.answer("two.test", ["127.0.0.1", "127.0.0.3"])
+    scripted_dns.answer("two.test", ["127.0.0.1", "127.0.0.3"], ttl=42)
     resolver = scripted_dns.resolver
     resolver.pin("two.test", 80, ["127.0.0.9"])
-    assert sorted(await resolver.lookup("two.test", 80)) == ["127.0.0.1", "127.0.0.3"]
-    assert await resolver.lookup("unknown.test", 80) == []
+    answer = await resolver.lookup("two.test", 80)
+    assert sorted(answer.addresses) == ["127.0.0.1", "127.0.0.3"]
+    assert answer.ttl == 42  # the records' TTL: the server gave it
+    assert (await resolver.lookup("unknown.test", 80)).addresses == ()
 
 
 # -- construction ---------------------------------------------------------------------

@@ -20,7 +20,10 @@ this class so ``scrapy crawl`` installs it; ``DNS_TIMEOUT`` bounds the guard's
 lookups. When a crawl runs under a runner that installs no resolver
 (``AsyncCrawlerRunner``), the guard installs one itself (``ensure_installed``).
 Lookups go to the resolver that was installed before this one, so a custom
-resolver keeps deciding what names mean.
+resolver keeps deciding what names mean. When that resolver answers with DNS
+records (a twisted.names ``IResolver``), ``lookup`` reports their TTL too
+(``lookups.py``); the guard keeps each answer that long, within bounds
+(``core/dnscache.py``).
 """
 
 from __future__ import annotations
@@ -37,11 +40,15 @@ from twisted.internet.interfaces import (
     IHostnameResolver,
     IHostResolution,
     IReactorPluggableNameResolver,
-    IResolutionReceiver,
+    IResolver,
 )
 from zope.interface import implementer
 
 from traverse_crawl.core import egress
+from traverse_crawl.core.dnscache import Answer
+from traverse_crawl.lookups import Collector as _Collector
+from traverse_crawl.lookups import host_of as _host_of
+from traverse_crawl.lookups import lookup_addresses, lookup_records
 
 logger = logging.getLogger(__name__)
 
@@ -76,32 +83,10 @@ class _Resolution:
         """Nothing to cancel: the answer is already known or delegated."""
 
 
-@implementer(IResolutionReceiver)
-class _Collector:
-    """Buffers an underlying resolution, then hands it to ``done``."""
-
-    def __init__(self, done: Callable[[list[IAddress]], None]) -> None:
-        self.done = done
-        self.addresses: list[IAddress] = []
-
-    def resolutionBegan(self, resolutionInProgress: Any) -> None:
-        pass
-
-    def addressResolved(self, address: IAddress) -> None:
-        self.addresses.append(address)
-
-    def resolutionComplete(self) -> None:
-        self.done(self.addresses)
-
-
 def _address(host: str, port: int) -> IAddress:
     if ":" in host:
         return cast(IAddress, IPv6Address("TCP", host, port))
     return cast(IAddress, IPv4Address("TCP", host, port))
-
-
-def _host_of(address: IAddress) -> str:
-    return str(getattr(address, "host", ""))
 
 
 def _with_port(address: IAddress, port: int) -> IAddress:
@@ -116,13 +101,23 @@ class PinnedResolver:
         underlying: _NameResolver | None = None,
         cache_size: int = 0,
         timeout: float = 60.0,
+        records: Any = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self.reactor = reactor
+        # Seconds for the guard's answer lifetimes: the reactor's; a test may pass a fake.
+        self.clock: Callable[[], float] = clock or reactor.seconds
         base = underlying if underlying is not None else reactor.nameResolver
+        if records is None and underlying is None:
+            # reactor.installResolver(a twisted.names resolver): ask it for records (TTLs).
+            simple = getattr(reactor, "resolver", None)
+            records = simple if IResolver.providedBy(simple) else None
         # Never delegate to another PinnedResolver: its pins belong to other crawls.
         while isinstance(base, PinnedResolver):
+            records = records if records is not None else getattr(base, "records", None)
             base = base.underlying
         self.underlying: _NameResolver = base
+        self.records = records  # an IResolver giving TTLs, or None (getaddrinfo gives none)
         self.timeout = timeout
         self._pins: LocalCache[tuple[str, int], tuple[str, ...]] = LocalCache(PIN_LIMIT)
         self._guards: dict[int, frozenset[tuple[str, int]]] = {}
@@ -189,19 +184,22 @@ class PinnedResolver:
 
     # -- lookups --------------------------------------------------------------
 
-    def lookup(self, host: str, port: int, timeout: float | None = None) -> Deferred[list[str]]:
-        """Every address of ``host`` from the underlying resolver, ignoring pins.
+    def lookup(self, host: str, port: int, timeout: float | None = None) -> Deferred[Answer]:
+        """Every address of ``host`` (and the records' TTL, if known), ignoring pins.
 
         Fails with ``defer.TimeoutError`` after ``timeout`` (default ``DNS_TIMEOUT``);
-        an unknown name gives an empty list.
+        an unknown name gives no address.
         """
-        result: Deferred[list[str]] = Deferred()
+        result: Deferred[Answer] = Deferred()
 
-        def done(addresses: list[IAddress]) -> None:
+        def done(answer: Answer) -> None:
             if not result.called:
-                result.callback([_host_of(a) for a in addresses])
+                result.callback(answer)
 
-        self.underlying.resolveHostName(_Collector(done), host, port)
+        if self.records is not None:
+            lookup_records(self.records, host).addCallback(done)
+        else:
+            lookup_addresses(self.underlying, host, port).addCallback(done)
         result.addTimeout(self.timeout if timeout is None else timeout, self.reactor)
         return result
 

@@ -224,6 +224,7 @@ FIELDS: dict[str, Field] = {
     "render_wait_for": Field("TRAVERSE_RENDER_WAIT_FOR", "", parse_selector),
     "egress_guard": Field("TRAVERSE_EGRESS_GUARD", True, parse_bool),
     "egress_allow": Field("TRAVERSE_EGRESS_ALLOW", (), parse_origins),
+    "dns_ttl_max": Field("TRAVERSE_DNS_TTL_MAX", 300.0, parse_delay),  # core/dnscache.py
     "sitemaps": Field("TRAVERSE_SITEMAPS", "off", choice(get_args(SitemapMode))),
     "warc_dir": Field("TRAVERSE_WARC_DIR", "", lambda _, value: str(value).strip()),
     "warc_max_size": Field("TRAVERSE_WARC_MAX_SIZE", 1024**3, parse_count),
@@ -262,6 +263,7 @@ class TraverseConfig:
     render_wait_for: str
     egress_guard: bool
     egress_allow: frozenset[str]
+    dns_ttl_max: float
     sitemaps: SitemapMode
     warc_dir: str
     warc_max_size: int

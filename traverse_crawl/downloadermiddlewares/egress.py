@@ -11,14 +11,22 @@ retried, nothing sent). A DNS failure is not a refusal: it is raised as Scrapy's
 error. The checked addresses are pinned in ``traverse_crawl.resolver.PinnedResolver``
 so the connection goes to exactly those addresses (no DNS rebinding window).
 
+A host's answer is kept for the crawl for a bounded lifetime (``core/dnscache.py``:
+the records' TTL if the resolver reports one, else 60 s, within 1 s and
+``TRAVERSE_DNS_TTL_MAX``), so a host is not resolved again for every request;
+the addresses are still checked and pinned for every request, and a lookup
+after expiry is checked like the first.
+
 Settings: ``TRAVERSE_EGRESS_GUARD`` (default ``True``; ``False`` disables this
 middleware), ``TRAVERSE_EGRESS_ALLOW`` (exact origins exempt from every check;
 their hosts are still resolved once and pinned), ``DNS_TIMEOUT`` and
-``DOWNLOAD_TIMEOUT`` (the lookup is bounded by the shorter). In
+``DOWNLOAD_TIMEOUT`` (the lookup is bounded by the shorter), ``TRAVERSE_DNS_TTL_MAX``
+(the longest an answer is reused; 0 resolves for every request). In
 ``TRAVERSE_MODE=replay`` nothing is sent, so the guard is off.
 
 Stats: ``egress/checked`` (requests seen), ``egress/denied``,
-``egress/allowed_by_setting``.
+``egress/allowed_by_setting``, ``egress/dns_lookup`` (answers asked of the
+resolver), ``egress/dns_reused`` (answers taken from the crawl's cache).
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ from twisted.internet import defer
 
 from traverse_crawl.core import egress, urls
 from traverse_crawl.core.config import get_config
+from traverse_crawl.core.dnscache import AnswerCache
 from traverse_crawl.exceptions import PageFailed
 from traverse_crawl.resolver import PinnedResolver
 from traverse_crawl.stats import inc
@@ -49,6 +58,7 @@ class EgressGuardMiddleware:
         self.allow = config.egress_allow
         self.download_timeout = config.download_timeout
         self.resolver = PinnedResolver.ensure_installed(crawler)
+        self.answers = AnswerCache(config.dns_ttl_max, self.resolver.clock)
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
@@ -63,6 +73,7 @@ class EgressGuardMiddleware:
 
     def spider_closed(self) -> None:
         self.resolver.release(self)
+        self.answers.clear()
 
     async def process_request(self, request: Request) -> None:
         inc(self.crawler.stats, "egress/checked")
@@ -71,12 +82,18 @@ class EgressGuardMiddleware:
             self.resolver.timeout, request.meta.get("download_timeout", self.download_timeout)
         )
 
-        async def resolve(host: str, port: int) -> list[str]:
+        async def resolve(host: str, port: int) -> tuple[str, ...]:
+            kept = self.answers.get(host)
+            if kept is not None:
+                inc(self.crawler.stats, "egress/dns_reused")
+                return kept  # checked again by evaluate(), like a fresh answer
+            inc(self.crawler.stats, "egress/dns_lookup")
             try:
-                lookup = self.resolver.lookup(host, port, timeout)
-                return await maybe_deferred_to_future(lookup)
+                answer = await maybe_deferred_to_future(self.resolver.lookup(host, port, timeout))
             except defer.TimeoutError:
                 raise TimeoutError(f"no answer within {timeout:g}s") from None
+            self.answers.put(host, answer)
+            return answer.addresses
 
         verdict = await egress.evaluate(request.url, self.allow, resolve)
         if verdict.error is not None:
