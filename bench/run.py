@@ -7,6 +7,8 @@
     .venv/bin/python bench/run.py warc         # issue 14: capture with TRAVERSE_WARC_DIR vs without
     .venv/bin/python bench/run.py capture      # issue 17: capture (default mode) vs live
     .venv/bin/python bench/run.py profile      # py-spy profiles of both spiders, hot spots
+    .venv/bin/python bench/run.py dns          # issue 17: by host name (localhost) beside by IP
+    .venv/bin/python bench/run.py origins      # issue 17: hundreds of origins at MIN_DELAY=1
 
 Run from the repository root with the project's venv. Every crawl is a real
 ``scrapy`` process (``scrapy crawl traverse`` with
@@ -31,6 +33,7 @@ import argparse
 import ast
 import collections
 import datetime as dt
+import importlib
 import itertools
 import json
 import os
@@ -72,6 +75,7 @@ TARGET_MEMORY_RATIO = 1.2  # traverse peak RSS <= 1.2x the plain spider's (issue
 TARGET_POLITENESS_RATIO = 1.2  # 100 pages at 0.05 s: <= 1.2x the 5 s of delays (issue 3)
 TARGET_REPLAY_RATIO = 3.0  # replay pages/s >= 3x live pages/s (issue 4)
 TARGET_WARC_RATIO = 0.85  # capture with WARC pages/s >= 0.85x capture without (issue 14)
+MODULES = ["dns", "origins"]  # scenarios in bench/<name>.py (issue 17)
 
 
 def python() -> str:
@@ -143,6 +147,8 @@ _STATS_KEYS = (
     "replay/refused",
     "snapshot/stored",
     "snapshot/store_failed",
+    "egress/dns_lookup",
+    "egress/dns_reused",
 )
 
 
@@ -892,7 +898,8 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "what", choices=["crawl", "politeness", "replay", "all", "profile", "warc", "capture"]
+        "what",
+        choices=["crawl", "politeness", "replay", "all", "profile", "warc", "capture", *MODULES],
     )
     parser.add_argument("--runs", type=int, default=3, help="measured runs per configuration")
     parser.add_argument("--warmup", type=int, default=1, help="unmeasured runs first")
@@ -906,6 +913,8 @@ def main(argv: list[str] | None = None) -> int:
         help="extra CONCURRENT_REQUESTS(_PER_DOMAIN) values for crawl (1,16; '' for none)",
     )
     parser.add_argument("--polite-pages", type=int, default=100)
+    parser.add_argument("--origins", type=int, default=200, help="origins for origins (<= 254)")
+    parser.add_argument("--origin-pages", type=int, default=10, help="pages per origin (origins)")
     parser.add_argument("--polite-delay", type=float, default=0.05)
     parser.add_argument("--profile-rate", type=int, default=200)
     parser.add_argument("--profile-top", type=int, default=40)
@@ -967,6 +976,8 @@ def main(argv: list[str] | None = None) -> int:
             result["warc"] = bench_warc(bench)
         if args.what == "capture":
             result["capture"] = bench_capture(bench)
+        if args.what in MODULES:  # a scenario of its own module: bench/<name>.py, run(bench)
+            result[args.what] = importlib.import_module(f"bench.{args.what}").run(bench)
         if args.what in ("replay", "all"):
             live = None
             if "crawl" in result:
