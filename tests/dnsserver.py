@@ -1,10 +1,10 @@
 """A real DNS server on 127.0.0.1 for tests, answering from a script.
 
 ``ScriptedDNS`` listens on a free UDP port of 127.0.0.1 (twisted.names) and
-answers A queries from ``answer(name, [addresses], ...)``: successive answers,
-the last one repeating, each with the TTL given to ``answer``, so a name can
-"rebind" between two lookups the way an attacker's DNS would. AAAA queries get
-an empty answer; a name not in the script is NXDOMAIN. Every query is recorded
+answers A and AAAA queries from ``answer(name, [addresses], ...)``: successive
+answers (an A query moves to the next), the last one repeating, each with the
+TTL given to ``answer``, so a name can "rebind" between two lookups the way an
+attacker's DNS would; a name not in the script is NXDOMAIN. Every query is recorded
 (``queries(name)`` counts the A queries).
 
 ``ScriptedDNS.resolver`` is a ``PinnedResolver`` over it: connections resolve
@@ -52,17 +52,21 @@ class ScriptedAuthority(common.ResolverBase):
         answers = self.script.get(text)
         if answers is None:
             return defer.fail(dns_error.DomainError(text))
-        if qtype != dns.A:
+        if qtype not in (dns.A, dns.AAAA):
             return defer.succeed(([], [], []))
-        current = answers.pop(0) if len(answers) > 1 else answers[0]
+        # An answer's IPv4 addresses answer A, its IPv6 ones AAAA; only A moves the script on.
+        current = answers.pop(0) if len(answers) > 1 and qtype == dns.A else answers[0]
         ttl = self.ttls.get(text, 0)
         records = [
-            dns.RRHeader(
-                name=text, type=dns.A, ttl=ttl, payload=dns.Record_A(a, ttl=ttl), auth=True
-            )
+            dns.RRHeader(text, qtype, ttl=ttl, payload=payload(a, ttl), auth=True)
             for a in current
+            if (":" in a) == (qtype == dns.AAAA)
         ]
         return defer.succeed((records, [], []))
+
+
+def payload(address: str, ttl: int) -> Any:
+    return dns.Record_AAAA(address, ttl=ttl) if ":" in address else dns.Record_A(address, ttl=ttl)
 
 
 @implementer(IHostnameResolver)

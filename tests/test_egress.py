@@ -286,6 +286,10 @@ async def test_lookup_returns_every_address_and_ignores_pins(scripted_dns):
     assert sorted(answer.addresses) == ["127.0.0.1", "127.0.0.3"]
     assert answer.ttl == 42  # the records' TTL: the server gave it
     assert (await resolver.lookup("unknown.test", 80)).addresses == ()
+    scripted_dns.answer("six.test", ["127.0.0.1", "2001:db8::1"], ttl=7)
+    answer = await resolver.lookup("six.test", 80)
+    assert sorted(answer.addresses) == ["127.0.0.1", "2001:db8::1"]  # A and AAAA
+    assert answer.ttl == 7
 
 
 # -- construction ---------------------------------------------------------------------
