@@ -9,7 +9,8 @@ one line per origin, all of them in ``TRAVERSE_EGRESS_ALLOW``) with
 ``TRAVERSE_MIN_DELAY=1`` and ``TRAVERSE_MAX_PAGES=--origin-pages`` per seed, and
 ``CONCURRENT_REQUESTS`` = the number of origins (``CONCURRENT_REQUESTS_PER_DOMAIN``
 stays 8; politeness allows one request per origin at a time anyway), so the
-total is not the limit. robots.txt is fetched once per origin, without a delay.
+total is not the limit (``--set CONCURRENT_REQUESTS=16`` tries the project's
+default). robots.txt is fetched once per origin, without a delay.
 
 The politeness limit: each origin allows one page per ``delay`` seconds, so
 ``origins / delay`` pages/s, and the P pages of an origin need at least
@@ -59,10 +60,9 @@ def _crawl(bench: Bench, server: ManyOrigins, label: str, per_origin: int) -> Ru
     seeds = work / "seeds.txt"
     seeds.write_text("".join(f"{o}/index.html\n" for o in origins), encoding="utf-8")
     manifests = work / "manifests"
-    extra = [
-        f"TRAVERSE_EGRESS_ALLOW={','.join(origins)}",
-        f"CONCURRENT_REQUESTS={len(origins)}",
-    ]
+    extra = [f"TRAVERSE_EGRESS_ALLOW={','.join(origins)}"]
+    if not any(s.startswith("CONCURRENT_REQUESTS=") for s in bench.args.set):
+        extra.append(f"CONCURRENT_REQUESTS={len(origins)}")  # --set one to try another
     cmd = bench.traverse_cmd("live", per_origin, work / "store", manifests, DELAY, None, extra)
     cmd[cmd.index(f"url={bench.seed_url}")] = f"seeds={seeds}"
     env = dict(os.environ, SCRAPY_SETTINGS_MODULE="traverse_crawl.settings")
