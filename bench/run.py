@@ -149,6 +149,7 @@ _STATS_KEYS = (
     "snapshot/store_failed",
     "egress/dns_lookup",
     "egress/dns_reused",
+    "snapshot/batches",
 )
 
 
@@ -656,7 +657,10 @@ BUCKETS: list[tuple[str, str]] = [
     ),
     ("frontier (record, admit, page object)", r"\(traverse_crawl/core/frontier"),
     ("sourceRef", r"\(traverse_crawl/core/sourceref"),
-    ("snapshot store (files, JSON)", r"\((traverse_crawl/core/store|traverse_crawl/core/atomic)"),
+    (
+        "snapshot store (files, JSON)",
+        r"\(traverse_crawl/core/(store|atomic|groupcommit)",
+    ),
     ("Request objects", r"^Request\.__init__ |\(scrapy/http/request/|^Request\.replace "),
     ("scheduler priority queues (pqueues)", r"\((scrapy/pqueues|queuelib/)"),
     (
