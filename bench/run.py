@@ -9,6 +9,7 @@
     .venv/bin/python bench/run.py profile      # py-spy profiles of both spiders, hot spots
     .venv/bin/python bench/run.py dns          # issue 17: by host name (localhost) beside by IP
     .venv/bin/python bench/run.py origins      # issue 17: hundreds of origins at MIN_DELAY=1
+    .venv/bin/python bench/run.py distributed  # issue 13: Redis workers (bench/distributed.py)
 
 Run from the repository root with the project's venv. Every crawl is a real
 ``scrapy`` process (``scrapy crawl traverse`` with
@@ -897,6 +898,10 @@ def environment() -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if (sys.argv[1:] if argv is None else argv)[:1] == ["distributed"]:  # bench/distributed.py
+        from bench.distributed import main as distributed
+
+        return distributed((sys.argv[1:] if argv is None else argv)[1:])
     parser = argparse.ArgumentParser(
         description="traverse_crawl benchmarks",
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -22,7 +22,9 @@ DELAY = 0.005  # seconds before each response
 ORPHANS = 25  # pages only the sitemap lists (with ``sitemap=True``)
 
 
-def long_site(server: Server, sitemap: bool = False) -> None:
+def long_site(
+    server: Server, sitemap: bool = False, sections: int = SECTIONS, per_section: int = PER_SECTION
+) -> None:
     """A BFS tree with cross links (duplicates the frontier must drop) at depths 0-3;
     with ``sitemap``, robots.txt names a sitemap of orphan pages (CONTRACT §9)."""
     pages: dict[str, str | Reply] = {}
@@ -35,16 +37,16 @@ def long_site(server: Server, sitemap: bool = False) -> None:
         pages.update(
             {f"/orphan{i}": Reply(body=f"orphan {i}", delay=DELAY) for i in range(ORPHANS)}
         )
-    home = "".join(f'<a href="/s{s}/">section {s}</a>' for s in range(SECTIONS))
+    home = "".join(f'<a href="/s{s}/">section {s}</a>' for s in range(sections))
     pages["/"] = Reply(body=home, delay=DELAY)
-    for s in range(SECTIONS):
-        links = "".join(f'<a href="/s{s}/p{p}">p{p}</a>' for p in range(PER_SECTION))
+    for s in range(sections):
+        links = "".join(f'<a href="/s{s}/p{p}">p{p}</a>' for p in range(per_section))
         pages[f"/s{s}/"] = Reply(body=f'{links}<a href="/">home</a>', delay=DELAY)
-        for p in range(PER_SECTION):
+        for p in range(per_section):
             body = (
                 f"<h1>{s}/{p}</h1>"
-                f'<a href="/s{s}/p{(p + 1) % PER_SECTION}">next</a>'
-                f'<a href="/s{(s + 1) % SECTIONS}/">next section</a>'
+                f'<a href="/s{s}/p{(p + 1) % per_section}">next</a>'
+                f'<a href="/s{(s + 1) % sections}/">next section</a>'
                 f'<a href="/deep/{s}/{p}">deeper</a>'
             )
             pages[f"/s{s}/p{p}"] = Reply(body=body, delay=DELAY)

@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from tests.redisserver import RedisServer, redis_server  # noqa: F401  (fixture)
 from tests.scrapyd_harness import (
     PROJECT,
     ROOT,
@@ -383,3 +384,38 @@ def test_a_cancelled_job_with_a_jobdir_resumes_when_scheduled_again(
         assert done["truncated"] is False and done["warnings"] == []
         paths = [p for p in server.paths() if p != "/robots.txt"]
         assert sorted(paths) == sorted(set(paths)), "a page was fetched twice"
+
+
+def test_two_scrapyd_jobs_are_workers_of_one_distributed_crawl(
+    scrapyd: Scrapyd,
+    redis_server: RedisServer,  # noqa: F811  (the fixture)
+    tmp_path: Path,
+) -> None:
+    """CONTRACT §7: a job given the seed and a job given none, one crawl in Redis."""
+    pages = {"/": "".join(f'<a href="/p{i}">{i}</a>' for i in range(30))}
+    pages.update({f"/p{i}": Reply(body=f'<a href="/">home</a> {i}', delay=0.05) for i in range(30)})
+    with serving() as server:
+        server.site(pages)
+        settings = {
+            "TRAVERSE_EGRESS_ALLOW": server.origin,
+            "TRAVERSE_MIN_DELAY": "0",
+            "TRAVERSE_MAX_PAGES": "31",
+            "TRAVERSE_STORE": str(tmp_path / "store"),
+            "TRAVERSE_MANIFEST_DIR": str(tmp_path / "manifests"),
+            "REDIS_URL": redis_server.url,
+            "TRAVERSE_CRAWL_ID": "scrapyd",
+            "CONCURRENT_REQUESTS": "4",
+        }
+        first = scrapyd.schedule("traverse", args={"url": server.url("/")}, settings=settings)
+        second = scrapyd.schedule("traverse", args={}, settings=settings)
+        for jobid in (first, second):
+            scrapyd.wait(jobid, timeout=120)
+            log = assert_clean_log(scrapyd, jobid)
+            assert "every manifest written" in log, log
+        found = one_manifest(tmp_path / "manifests", scrapyd, first)
+        assert [p["url"] for p in found["pages"]] == [server.url("/")] + [
+            server.url(f"/p{i}") for i in range(30)
+        ]
+        # Every page fetched once, by one job or the other (robots.txt: once per worker
+        # until the shared ledger of issue 13 item 3).
+        assert sorted(p for p in server.paths() if p != "/robots.txt") == sorted(pages)

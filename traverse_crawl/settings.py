@@ -98,10 +98,12 @@ DOWNLOAD_HANDLERS = {
 }
 
 # Item pipelines: store every snapshot (capture mode), keep the outcome in the
-# JOBDIR journal (with JOBDIR), then write the manifest.
+# JOBDIR journal (with JOBDIR) or commit it to Redis (with REDIS_URL), then write
+# the manifest (with REDIS_URL, the worker that finishes a seed writes it).
 ITEM_PIPELINES = {
     "traverse_crawl.pipelines.snapshots.SnapshotStorePipeline": 300,
     "traverse_crawl.jobdir.JournalPipeline": 800,
+    "traverse_crawl.distributed.worker.CommitPipeline": 850,
     "traverse_crawl.pipelines.manifest.ManifestPipeline": 900,
 }
 

@@ -20,7 +20,7 @@ from scrapy.settings import BaseSettings
 from traverse_crawl.core.config import TraverseConfig
 from traverse_crawl.core.errors import ConfigError
 from traverse_crawl.core.scrapy_settings import parse_log_level
-from traverse_crawl.distributed.client import connect_sync
+from traverse_crawl.distributed.frontier import join_crawl
 from traverse_crawl.jobdir import jobdir_path, resolve_seeds
 from traverse_crawl.rendering.addon import check_render
 from traverse_crawl.shutdown import install as install_shutdown
@@ -86,7 +86,9 @@ class Command(ScrapyCrawlCommand):
             stats = None
         if self.crawler_process.bootstrap_failed or (
             stats is not None
-            and (stats.get_value("manifest/error") or stats.get_value("jobdir/error"))
+            and any(
+                stats.get_value(k) for k in ("manifest/error", "jobdir/error", "distributed/error")
+            )
         ):
             self.exitcode = 1  # results that could not be written are not a success
 
@@ -98,7 +100,9 @@ def check(settings: BaseSettings, spargs: dict[str, str]) -> None:
     """
     config = TraverseConfig.from_settings(settings)
     check_arguments(spargs)
-    resolve_seeds(settings, config, tuple(spargs.get(k) for k in _SPIDER_ARGS), check=True)
+    seeds, _ = resolve_seeds(
+        settings, config, tuple(spargs.get(k) for k in _SPIDER_ARGS), check=True
+    )
     check_writable("TRAVERSE_MANIFEST_DIR", config.manifest_dir)
     if config.mode == "capture":
         check_writable("TRAVERSE_STORE", config.store)
@@ -110,8 +114,8 @@ def check(settings: BaseSettings, spargs: dict[str, str]) -> None:
     if jobdir:
         check_writable("JOBDIR", jobdir)
     check_render(settings)
-    if config.redis.enabled:  # before the reactor: a blocking check is fine here
-        connect_sync(config.redis).close()
+    if config.redis.enabled:  # before the reactor: blocking calls are fine here
+        join_crawl(config, seeds)
 
 
 def check_writable(name: str, path: str) -> None:

@@ -113,6 +113,11 @@ class RedisConfig:
                 "give one of them: JOBDIR keeps a single-process crawl on disk, "
                 "REDIS_URL makes it a distributed crawl whose state is in Redis",
             )
+        sitemaps = settings.get("TRAVERSE_SITEMAPS")
+        if config.enabled and sitemaps not in (None, "off"):
+            raise ConfigError(
+                "TRAVERSE_SITEMAPS", f"{sitemaps!r} is not supported with REDIS_URL yet; use 'off'"
+            )
         return config
 
 

@@ -138,7 +138,7 @@ class Keys:
 class Retrying:
     """Calls that survive a short Redis outage (CONTRACT §7).
 
-    ``await retrying(fn)`` awaits ``fn()``; while Redis is unreachable it tries
+    ``await retrying(fn, *args)`` awaits ``fn(*args)``; while Redis is unreachable it tries
     again with exponential backoff (0.1 s doubling to 2 s), for up to
     ``TRAVERSE_REDIS_RETRY`` seconds counted from the first failure, then
     raises ``RedisLost`` with a message naming ``REDIS_URL``.
@@ -147,12 +147,12 @@ class Retrying:
     def __init__(self, config: RedisConfig) -> None:
         self.config = config
 
-    async def __call__(self, fn: Callable[[], Awaitable[T]]) -> T:
+    async def __call__(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
         started: float | None = None
         wait = 0.1
         while True:
             try:
-                return await fn()
+                return await fn(*args)
             except UNREACHABLE as exc:
                 now = time.monotonic()
                 if started is None:

@@ -70,7 +70,9 @@ class ProgressExtension:
             self.display = None
 
     def _running(self) -> list[tuple[int, SeedProgress]]:
-        frontiers = getattr(self.crawler.spider, "frontiers", {})
+        spider = self.crawler.spider
+        # A distributed worker's frontiers are local views: `scrapy crawlstatus` shows the crawl.
+        frontiers = {} if getattr(spider, "remote", None) else getattr(spider, "frontiers", {})
         for key, frontier in frontiers.items():
             if key not in self.seeds:
                 self.seeds[key] = SeedProgress(frontier)

@@ -26,6 +26,7 @@ from typing import Any
 
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
 
 from traverse_crawl.core.atomic import atomic_write_json
 from traverse_crawl.core.config import get_config
@@ -44,6 +45,8 @@ WRITE_ATTEMPTS = 3
 
 class ManifestPipeline:
     def __init__(self, crawler: Crawler) -> None:
+        if get_config(crawler).redis.url:
+            raise NotConfigured  # distributed: written once per seed by distributed/worker.py
         self.crawler = crawler
         self.directory = get_config(crawler).manifest_dir
         try:

@@ -40,6 +40,7 @@ from traverse_crawl.core.frontier import Admission, Frontier, Outcome
 from traverse_crawl.core.jobstate import replay_sitemaps
 from traverse_crawl.core.links import find_links
 from traverse_crawl.core.sourceref import build_source_ref
+from traverse_crawl.distributed.worker import Worker
 from traverse_crawl.exceptions import fetch_error_from_failure
 from traverse_crawl.items import PageItem
 from traverse_crawl.jobdir import Job, resolve_seeds
@@ -62,6 +63,7 @@ class TraverseSpider(Spider):
     sitemaps: SitemapReader
     seeds: list[seedlib.Seed]  # from the arguments, or from the JOBDIR
     job: Job | None
+    remote: Worker | None  # with REDIS_URL: this process is a worker of a distributed crawl
 
     def __init__(
         self,
@@ -82,12 +84,17 @@ class TraverseSpider(Spider):
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.config = get_config(crawler)  # validates every setting before any request
         spider.seeds, spider.job = resolve_seeds(crawler.settings, spider.config, spider._seed_args)
+        spider.remote = Worker(spider, crawler, spider.config) if spider.config.redis.url else None
         spider.sitemaps = SitemapReader(
             crawler, spider.config, spider.parse_sitemap, spider.sitemap_failed
         )
         return spider
 
     async def start(self) -> AsyncIterator[Any]:
+        if self.remote is not None:  # pages come from Redis (traverse_crawl/distributed/)
+            async for out in self.remote.start():
+                yield out
+            return
         records = self.job.begin(self.crawler.stats) if self.job is not None else []
         for key, seed in enumerate(self.seeds):
             frontier = Frontier(
@@ -251,8 +258,11 @@ class TraverseSpider(Spider):
         # The item first: its snapshot is stored as early as possible (a crash
         # loses little); with CONCURRENT_ITEMS=2 the requests go on meanwhile.
         item = PageItem(frontier.page_object(index, outcome), key, index, snapshot)
-        item.outcome = outcome if self.job is not None else None  # for the JOBDIR journal
+        # For the JOBDIR journal, or for Redis, which records it (``distributed/worker.py``).
+        item.outcome = outcome if self.job is not None or self.remote is not None else None
         yield item
+        if self.remote is not None:
+            return
         _, admissions = frontier.record(index, outcome)
         yield from self._requests(key, admissions)
         self._check_finished(key)

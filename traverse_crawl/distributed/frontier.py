@@ -1,0 +1,204 @@
+"""The crawl's frontier in Redis: the Lua scripts of ``scripts.py``, called from Python.
+
+``RemoteFrontier`` (asyncio client, the workers) and ``join_sync`` (the
+``crawl`` command's check, before the reactor) speak the same scripts. What is
+kept mirrors ``JOBDIR`` (``core/jobstate.py``): the crawl-defining settings
+(like the journal's header), the seeds, and one page record per committed page
+(``jobstate.page_record``, the journal's own record); a seed's manifest is
+rebuilt from its records by the reference ``Frontier`` (``manifest_of``), so
+it is byte for byte the manifest of a single-process crawl.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+import redis.asyncio
+
+from traverse_crawl.core import jobstate, urls
+from traverse_crawl.core.config import TraverseConfig
+from traverse_crawl.core.errors import ConfigError
+from traverse_crawl.core.frontier import Frontier
+from traverse_crawl.core.seeds import Seed
+from traverse_crawl.distributed import scripts
+from traverse_crawl.distributed.client import Keys, connect_sync
+
+FORMAT = "traverse_crawl-redis"
+VERSION = 1
+
+
+def definition(config: TraverseConfig) -> str:
+    """The settings every worker of a crawl must share, as the JSON kept in Redis."""
+    doc = {
+        "format": FORMAT,
+        "version": VERSION,
+        "TRAVERSE_MODE": config.mode,
+        "TRAVERSE_STORE": os.path.abspath(config.store),
+        "TRAVERSE_MANIFEST_DIR": os.path.abspath(config.manifest_dir),
+        "TRAVERSE_MAX_PAGES": config.max_pages,
+        "TRAVERSE_MAX_DEPTH": config.max_depth,
+        "TRAVERSE_MIN_DELAY": config.min_delay,
+        "ROBOTSTXT_OBEY": config.robots_obey,
+        "TRAVERSE_ROBOTS_POLICY": config.robots_policy,
+        "TRAVERSE_ROBOTS_MATCHER": config.robots_matcher,
+        "TRAVERSE_SITEMAPS": config.sitemaps,
+    }
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"))
+
+
+def seed_json(seed: Seed) -> str:
+    out: dict[str, Any] = {"id": seed.id, "url": seed.url}
+    if seed.content_type:
+        out["content_type"] = seed.content_type
+    return json.dumps(out, sort_keys=True, separators=(",", ":"))
+
+
+def seed_from_json(text: str) -> Seed:
+    data = json.loads(text)
+    return Seed(data["id"], data["url"], data.get("content_type"))
+
+
+def join_args(keys: Keys, config: TraverseConfig, seeds: list[Seed]) -> list[Any]:
+    args: list[Any] = [keys.prefix, definition(config)]
+    for seed in seeds:
+        frontier_url = urls.normalize(seed.url)
+        args += [seed.id, seed_json(seed), frontier_url if frontier_url is not None else seed.url]
+        args += [config.max_pages, config.max_depth]
+    return args
+
+
+def check_join(result: list[Any], keys: Keys, config: TraverseConfig) -> None:
+    """``ConfigError`` naming the first setting that differs from the crawl's, or a seed."""
+    mine = definition(config)
+    if result[0] != mine:
+        theirs, ours = json.loads(result[0]), json.loads(mine)
+        for name in sorted(ours):
+            if theirs.get(name) != ours[name]:
+                raise ConfigError(
+                    name, f"this worker has {ours[name]!r}, but crawl {keys.crawl_id!r} in "
+                    f"Redis has {theirs.get(name)!r}; every worker of a crawl must define it alike"
+                )  # fmt: skip
+    if len(result) > 1:
+        raise ConfigError(
+            "seeds", f"seed id(s) {', '.join(map(repr, result[1:]))} are already in crawl "
+            f"{keys.crawl_id!r} with another URL or content type"
+        )  # fmt: skip
+
+
+def join_crawl(config: TraverseConfig, seeds: list[Seed]) -> None:
+    """The ``crawl`` command's check: Redis answers, this worker fits the crawl, seeds added."""
+    conn = connect_sync(config.redis)
+    try:
+        join_sync(conn, Keys(config.redis.crawl_id), config, seeds)
+    finally:
+        conn.close()
+
+
+def join_sync(conn: redis.Redis, keys: Keys, config: TraverseConfig, seeds: list[Seed]) -> None:
+    """Check this worker against the crawl and add its seeds (before the reactor)."""
+    result = conn.register_script(scripts.JOIN)(args=join_args(keys, config, seeds))
+    check_join(list(result), keys, config)
+
+
+@dataclass
+class Task:
+    """A taken task: a page to fetch (``index``) or a seed's manifest to write (None)."""
+
+    seed: int
+    index: int | None
+    token: str
+    url: str = ""
+    depth: int = 0
+    parent: str | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.seed}:{'m' if self.index is None else self.index}"
+
+
+def parse_tasks(flat: list[str]) -> list[Task]:
+    out = []
+    for k in range(0, len(flat), 3):
+        name, token, entry = flat[k], flat[k + 1], flat[k + 2]
+        seed, _, index = name.partition(":")
+        if index == "m":
+            out.append(Task(int(seed), None, token))
+        else:
+            url, depth, *parent = json.loads(entry)
+            out.append(Task(int(seed), int(index), token, url, int(depth), *parent[:1]))
+    return out
+
+
+class RemoteFrontier:
+    """One worker's handle on the crawl's frontier in Redis (all calls async)."""
+
+    def __init__(self, conn: redis.asyncio.Redis, keys: Keys, lease: float, worker: str) -> None:
+        self.conn = conn
+        self.keys = keys
+        self.lease_ms = max(1, int(lease * 1000))
+        self.worker = worker
+        self._join = conn.register_script(scripts.JOIN)
+        self._take = conn.register_script(scripts.TAKE)
+        self._commit = conn.register_script(scripts.COMMIT)
+        self._renew = conn.register_script(scripts.RENEW)
+        self._release = conn.register_script(scripts.RELEASE)
+        self._done = conn.register_script(scripts.MANIFEST_DONE)
+
+    async def join(self, config: TraverseConfig, seeds: list[Seed]) -> None:
+        result = await self._join(args=join_args(self.keys, config, seeds))
+        check_join(list(result), self.keys, config)
+
+    async def take(self, count: int) -> list[Task]:
+        flat = await self._take(args=[self.keys.prefix, self.worker, count, self.lease_ms])
+        return parse_tasks(list(flat))
+
+    async def commit(self, task: Task, record: dict[str, Any], links: list[str]) -> int:
+        """1: kept; 0: a duplicate; -1: refused (the lease expired or was taken over)."""
+        result = await self._commit(
+            args=[self.keys.prefix, task.seed, task.index or 0, task.token,
+                  json.dumps(record, separators=(",", ":")), json.dumps(links)]
+        )  # fmt: skip
+        return int(result[0])
+
+    async def renew(self, tasks: list[Task]) -> set[str]:
+        """Extend the leases of ``tasks``; the names of those no longer held."""
+        pairs = [value for task in tasks for value in (task.name, task.token)]
+        lost = await self._renew(args=[self.keys.prefix, self.worker, self.lease_ms, *pairs])
+        return set(lost)
+
+    async def release(self, tasks: list[Task]) -> int:
+        pairs = [value for task in tasks for value in (task.name, task.token)]
+        return int(await self._release(args=[self.keys.prefix, self.worker, *pairs]))
+
+    async def manifest_done(self, task: Task) -> bool:
+        return bool(await self._done(args=[self.keys.prefix, task.seed, task.token]))
+
+    async def seeds(self, start: int) -> list[Seed]:
+        found = await self.conn.lrange(self.keys.seedlist, start, -1)
+        return [seed_from_json(str(text)) for text in found]
+
+    async def progress(self) -> tuple[int, int]:
+        """(seeds in the crawl, manifests written)."""
+        seeds, written = (
+            await self.conn.llen(self.keys.seedlist),
+            await self.conn.get(self.keys.written),
+        )
+        return int(seeds), int(written or 0)
+
+    async def records(self, seed: int) -> list[dict[str, Any]]:
+        found = await self.conn.hgetall(self.keys.seed(seed, "records"))
+        return [json.loads(text) for text in found.values()]
+
+
+def manifest_of(
+    seed: Seed, key: int, config: TraverseConfig, records: list[dict[str, Any]]
+) -> Frontier:
+    """The seed's frontier rebuilt by the reference ``Frontier`` from its page records."""
+    frontier = Frontier(seed.id, seed.url, config.max_pages, config.max_depth, config.mode)
+    frontier.admit()
+    jobstate.replay({key: frontier}, records)
+    return frontier

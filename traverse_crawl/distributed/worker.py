@@ -1,0 +1,291 @@
+"""One worker of a distributed crawl: the spider's side of ``REDIS_URL`` (CONTRACT §7).
+
+The spider's ``start()`` is this worker's loop: it takes tasks from Redis
+while it has room (``CONCURRENT_REQUESTS`` pages in hand at most, so leases
+are not spent waiting in a local queue), yields each page as the same request
+a single-process crawl sends, and ends when every seed of the crawl has its
+manifest, or after ``TRAVERSE_IDLE_TIMEOUT`` with no seed. A page's outcome
+goes back to Redis from ``CommitPipeline`` once its snapshot is stored (as
+``JOBDIR`` keeps it), with the lease token it was taken with. A heartbeat
+renews this worker's leases every third of ``TRAVERSE_LEASE_TIMEOUT``; a page
+whose lease was lost (this process was stopped too long) is dropped here, its
+result refused by Redis. A manifest task is written by the worker that takes
+it, from the seed's records (``frontier.manifest_of``). Every Redis call runs
+on the asyncio loop of Scrapy's reactor, through ``Retrying``.
+
+Stats: ``distributed/taken``, ``distributed/committed``, ``distributed/refused``,
+``distributed/lost``, ``distributed/released``, ``distributed/manifests``,
+``distributed/error``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+
+from traverse_crawl.core import seeds as seedlib
+from traverse_crawl.core import urls
+from traverse_crawl.core.atomic import atomic_write_json
+from traverse_crawl.core.config import TraverseConfig
+from traverse_crawl.core.distconfig import redact
+from traverse_crawl.core.errors import FetchError
+from traverse_crawl.core.frontier import Admission, Frontier, Outcome
+from traverse_crawl.core.jobstate import page_record
+from traverse_crawl.distributed.client import Keys, RedisLost, Retrying, client
+from traverse_crawl.distributed.frontier import RemoteFrontier, Task, manifest_of
+from traverse_crawl.items import PageItem
+from traverse_crawl.pipelines.manifest import manifest_path
+from traverse_crawl.shutdown import stopping
+from traverse_crawl.stats import inc
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+POLL_MAX = 0.5  # seconds between polls of an empty queue, at most
+
+
+class Worker:
+    def __init__(self, spider: Any, crawler: Crawler, config: TraverseConfig) -> None:
+        self.spider = spider
+        self.crawler = crawler
+        self.config = config
+        self.redis = config.redis
+        self.keys = Keys(self.redis.crawl_id)
+        self.name = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.retrying = Retrying(self.redis)
+        self.conn = client(self.redis)
+        self.remote = RemoteFrontier(self.conn, self.keys, self.redis.lease_timeout, self.name)
+        self.room = max(1, crawler.settings.getint("CONCURRENT_REQUESTS"))
+        self.held: dict[str, Task] = {}  # task name -> taken, not committed
+        self.wake = asyncio.Event()
+        self.heartbeat: asyncio.Task[None] | None = None
+        self.writing: set[asyncio.Task[None]] = set()
+        self.failed = False
+        self.closing: asyncio.Future[None] | None = None
+
+    async def call(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+        return await self.retrying(fn, *args)
+
+    # -- the loop ------------------------------------------------------------
+
+    async def start(self) -> AsyncIterator[Any]:
+        seeds = list(self.spider.seeds)
+        self.spider.seeds = []
+        try:
+            await self.call(self.remote.join, self.config, seeds)
+            self.heartbeat = asyncio.ensure_future(self._heartbeat())
+            logger.info(
+                "worker %s joined crawl %r at %s", self.name, self.keys.crawl_id,
+                redact(self.redis.url),
+            )  # fmt: skip
+            async for out in self._loop():
+                yield out
+        except RedisLost as exc:
+            self._fail(str(exc))
+
+    async def _loop(self) -> AsyncIterator[Any]:
+        started = time.monotonic()
+        wait = 0.05
+        while not stopping(self.crawler) and not self.failed:
+            free = self.room - len(self.held)
+            tasks = await self.call(self.remote.take, free) if free > 0 else []
+            for task in tasks:
+                inc(self.crawler.stats, "distributed/taken")
+                self.held[task.name] = task
+                for out in await self._start_task(task):
+                    yield out
+            if tasks:
+                wait = 0.05
+                continue
+            if free > 0:
+                seeds, written = await self.call(self.remote.progress)
+                if seeds and written >= seeds and not self.held:
+                    logger.info("crawl %r finished: %d seed(s), every manifest written",
+                                self.keys.crawl_id, seeds)  # fmt: skip
+                    return
+                if not seeds and time.monotonic() - started >= self.redis.idle_timeout:
+                    logger.info(
+                        "crawl %r has no seed after %g s (TRAVERSE_IDLE_TIMEOUT); exiting",
+                        self.keys.crawl_id, self.redis.idle_timeout,
+                    )  # fmt: skip
+                    return
+            self.wake.clear()
+            try:
+                await asyncio.wait_for(self.wake.wait(), wait)
+            except asyncio.TimeoutError:
+                wait = min(wait * 2, POLL_MAX)
+
+    async def _start_task(self, task: Task) -> list[Any]:
+        if task.index is None:
+            job = asyncio.ensure_future(self._write_manifest(task))
+            self.writing.add(job)
+            job.add_done_callback(self.writing.discard)
+            return []
+        frontier = await self._frontier(task.seed)
+        while len(frontier.queue) <= task.index:  # placeholders: only taken entries are read
+            frontier.queue.append(("", 0))
+        frontier.queue[task.index] = (task.url, task.depth)
+        if task.parent is not None:
+            frontier.discovered_from[task.url] = task.parent
+        if not frontier.seed_is_valid or (
+            self.config.mode == "replay" and not os.path.isdir(self.config.store)
+        ):
+            error = (
+                seedlib.invalid_seed_error(frontier.seed_url)
+                if not frontier.seed_is_valid
+                else FetchError("invalid-config", "mode 'replay' requires a store")
+            )
+            return list(self.spider._finish(task.seed, 0, Outcome({"error": error.to_dict()})))
+        page_id = urls.page_id(frontier.seed_id, task.url)
+        admission = Admission(task.index, task.url, task.depth, page_id)
+        return list(self.spider._requests(task.seed, [admission]))
+
+    async def _frontier(self, key: int) -> Frontier:
+        """The local view of seed ``key``: its settings and the entries taken from it."""
+        if key >= len(self.spider.seeds):
+            self.spider.seeds.extend(
+                await self.call(lambda: self.remote.seeds(len(self.spider.seeds)))
+            )
+        if key not in self.spider.frontiers:
+            seed = self.spider.seeds[key]
+            self.spider.frontiers[key] = Frontier(
+                seed.id, seed.url, self.config.max_pages, self.config.max_depth, self.config.mode
+            )
+        frontier: Frontier = self.spider.frontiers[key]
+        return frontier
+
+    # -- results -------------------------------------------------------------
+
+    async def commit(self, item: PageItem) -> None:
+        """Give one page's outcome to the crawl (``CommitPipeline``)."""
+        task = self.held.get(f"{item.seed_key}:{item.index}")
+        outcome, item.outcome = item.outcome, None
+        if task is None or outcome is None or self.failed:
+            return  # its lease was lost: another worker fetches it again
+        frontier = self.spider.frontiers[item.seed_key]
+        warning = frontier.store_warnings.pop(item.index, None)
+        record = page_record(item.seed_key, item.index, (task.url, task.depth), outcome, warning)
+        links = outcome.links if frontier.may_follow(task.depth) else []
+        try:
+            status = await self.call(self.remote.commit, task, record, links)
+        except RedisLost as exc:
+            self._fail(str(exc))
+            return
+        finally:
+            self.held.pop(task.name, None)
+            self.wake.set()
+        if status < 0:
+            inc(self.crawler.stats, "distributed/refused")
+            logger.warning("page %s: lease lost before its result was kept; another worker "
+                           "fetches it again", task.url)  # fmt: skip
+        else:
+            inc(self.crawler.stats, "distributed/committed")
+
+    async def _write_manifest(self, task: Task) -> None:
+        try:
+            await self._frontier(task.seed)  # the seed list, up to this seed
+            seed = self.spider.seeds[task.seed]
+            records = await self.call(self.remote.records, task.seed)
+            frontier = manifest_of(seed, task.seed, self.config, records)
+            if not frontier.finished:  # the Lua port and the reference disagree: a bug
+                logger.error(
+                    "seed %r: its records in Redis do not make a finished crawl "
+                    "(%d page(s)); manifest not written",
+                    seed.id,
+                    len(frontier.pages),
+                )
+                inc(self.crawler.stats, "distributed/error")
+                return
+            path = manifest_path(self.config.manifest_dir, seed.id)
+            await asyncio.to_thread(atomic_write_json, path, frontier.manifest())
+            done = await self.call(self.remote.manifest_done, task)
+            logger.info("manifest for seed %r: %s", seed.id, path)
+            inc(self.crawler.stats, "distributed/manifests" if done else "distributed/refused")
+        except RedisLost as exc:
+            self._fail(str(exc))
+        except OSError as exc:
+            logger.error("seed %r: cannot write its manifest (%s); another worker will try "
+                         "after TRAVERSE_LEASE_TIMEOUT", task.seed, exc)  # fmt: skip
+            inc(self.crawler.stats, "manifest/error")
+        finally:
+            self.held.pop(task.name, None)
+            self.wake.set()
+
+    # -- leases --------------------------------------------------------------
+
+    async def _heartbeat(self) -> None:
+        interval = self.redis.lease_timeout / 3
+        while not self.failed:
+            await asyncio.sleep(interval)
+            held = list(self.held.values())
+            try:
+                lost = await self.call(self.remote.renew, held)
+            except RedisLost as exc:
+                self._fail(str(exc))
+                return
+            for name in lost:
+                if self.held.pop(name, None) is not None:
+                    inc(self.crawler.stats, "distributed/lost")
+            if lost:
+                logger.warning("%d lease(s) lost (this worker was too slow or stopped); "
+                               "other workers fetch those pages", len(lost))  # fmt: skip
+                self.wake.set()
+
+    def _fail(self, message: str) -> None:
+        if self.failed:
+            return
+        self.failed = True
+        logger.error("%s", message)
+        inc(self.crawler.stats, "distributed/error")
+        engine = self.crawler.engine
+        if engine is not None:
+            self.closing = asyncio.ensure_future(engine.close_spider_async(reason="redis-lost"))
+
+    async def close(self) -> None:
+        """Give back what this worker holds (a graceful stop), then disconnect."""
+        if self.heartbeat is not None:
+            self.heartbeat.cancel()
+        if self.writing:
+            await asyncio.gather(*self.writing, return_exceptions=True)
+        held = list(self.held.values())
+        if not self.failed:
+            try:
+                released = await asyncio.wait_for(self.remote.release(held), 5)
+            except Exception as exc:  # the leases expire instead
+                logger.warning("could not give back %d page(s) to Redis (%s); they go back "
+                               "after TRAVERSE_LEASE_TIMEOUT", len(held), exc)  # fmt: skip
+            else:
+                inc(self.crawler.stats, "distributed/released", released)
+        await self.conn.aclose()
+
+
+class CommitPipeline:
+    """After the store pipeline: each page's outcome to Redis (with ``REDIS_URL``)."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        if not crawler.settings.get("REDIS_URL"):
+            raise NotConfigured
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> CommitPipeline:
+        return cls(crawler)
+
+    async def process_item(self, item: Any) -> Any:
+        worker = getattr(self.crawler.spider, "remote", None)
+        if isinstance(item, PageItem) and worker is not None:
+            await worker.commit(item)
+        return item
+
+    async def close_spider(self) -> None:
+        worker = getattr(self.crawler.spider, "remote", None)
+        if worker is not None:
+            await worker.close()
