@@ -18,7 +18,8 @@ user+sys of every process, per page. Targets: 1 worker >= 0.7x single, 2 workers
 >= 1.6x 1 worker. Then Redis memory: ``INFO memory`` ``used_memory`` after 10,000
 URLs are queued and admitted for one seed (a page of 10,000 links), and per page
 recorded at the end of the 1-worker crawl (its records are kept until the crawl's
-keys are deleted).
+keys are deleted); and Redis's own time per script call (``INFO commandstats``,
+``cmdstat_evalsha``), which bounds how many workers one Redis serves.
 """
 
 from __future__ import annotations
@@ -153,6 +154,7 @@ def queued_memory(server: RedisProcess, urls: int) -> dict[str, Any]:
     links = [f"http://127.0.0.1:9/catalog/item-{i:06d}.html" for i in range(urls)]
     record = page_record(0, 0, (task.url, 0), Outcome({"snapshot": {"url": task.url}}), None)
     args: list[Any] = [keys.prefix, 0, 0, task.token, json.dumps(record), json.dumps(links)]
+    args += ["b", 0, 60000]  # take nothing with the commit
     server.conn.register_script(scripts.COMMIT)(args=args)
     used = server.memory() - before
     return {"urls": urls, "bytes": used, "bytes_per_url": round(used / urls, 1),
@@ -207,12 +209,15 @@ def main(argv: list[str] | None = None) -> int:
         cpu = {k: statistics.median(r["cpu_ms_per_page"] for r in v) for k, v in runs.items()}
         one_vs_single = med["one"] / med["single"] if med["single"] else 0.0
         two_vs_one = med["two"] / med["one"] if med["one"] else 0.0
+        scripts_run = server.conn.info("commandstats").get("cmdstat_evalsha", {})
         memory = queued_memory(server, args.queued)
         print(f"pages/s (median): {med}; CPU ms/page: {cpu}")
         print(f"1 worker / single = {one_vs_single:.2f}x (target >= {TARGET_ONE}x)")
         print(f"2 workers / 1 worker = {two_vs_one:.2f}x (target >= {TARGET_TWO}x)")
         print(f"Redis memory for {args.queued} queued URLs: {memory}")
+        print(f"Redis scripts (EVALSHA) over every run: {scripts_run}")
         result.update(runs=runs, median_pages_per_s=med, cpu_ms_per_page=cpu, memory=memory)
+        result.update(redis_scripts=scripts_run)
         result.update(one_vs_single=round(one_vs_single, 3), two_vs_one=round(two_vs_one, 3))
     finally:
         server.stop()

@@ -90,7 +90,10 @@ def distributed(
         links = outcome.links  # unfiltered: the Lua applies the depth limit itself
         record = page_record(0, task.index, (task.url, task.depth), outcome, None)
         args = [keys.prefix, task.seed, task.index, task.token, json.dumps(record)]
-        status = commit(args=[*args, json.dumps(links)])[0]
+        taking = rng.choice((0, 0, 2))  # a commit may take tasks in the same call
+        result = commit(args=[*args, json.dumps(links), "w", taking, 60000])
+        status = result[0]
+        held += parse_tasks(result[3:])
         stale = task.name in {t.name for t in held}
         assert status == (-1 if stale else 1)
     assert conn.get(keys.written) == "1"

@@ -156,13 +156,19 @@ class RemoteFrontier:
         flat = await self._take(args=[self.keys.prefix, self.worker, count, self.lease_ms])
         return parse_tasks(list(flat))
 
-    async def commit(self, task: Task, record: dict[str, Any], links: list[str]) -> int:
-        """1: kept; 0: a duplicate; -1: refused (the lease expired or was taken over)."""
+    async def commit(
+        self, task: Task, record: dict[str, Any], links: list[str], take: int = 0
+    ) -> tuple[int, list[Task]]:
+        """Keep a page's outcome, and take up to ``take`` tasks in the same round trip.
+
+        The status: 1 kept; 0 a duplicate; -1 refused (the lease expired or was taken over).
+        """
         result = await self._commit(
             args=[self.keys.prefix, task.seed, task.index or 0, task.token,
-                  json.dumps(record, separators=(",", ":")), json.dumps(links)]
+                  json.dumps(record, separators=(",", ":")), json.dumps(links),
+                  self.worker, take, self.lease_ms]
         )  # fmt: skip
-        return int(result[0])
+        return int(result[0]), parse_tasks(list(result[3:]))
 
     async def renew(self, tasks: list[Task]) -> set[str]:
         """Extend the leases of ``tasks``; the names of those no longer held."""

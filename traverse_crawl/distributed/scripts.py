@@ -68,6 +68,28 @@ local function load(n)
           max_depth = tonumber(v[4]), finished = tonumber(v[5]),
           queued = redis.call('LLEN', skey(n, 'queue'))}
 end
+-- Hand out up to ``count`` tasks to ``worker`` (expired leases back first), each
+-- with a new token; appended to ``out`` as task, token, queue entry ('' for a
+-- manifest task).
+local function take(now, worker, count, lease, out)
+  redis.call('ZADD', p .. 'workers', now, worker)
+  sweep(now)
+  if count <= 0 then return out end
+  local popped = redis.call('ZPOPMIN', p .. 'ready', count)
+  for k = 1, #popped, 2 do
+    local task = popped[k]
+    local token = tostring(redis.call('INCR', p .. 'counter'))
+    redis.call('ZADD', p .. 'leases', now + lease, task)
+    redis.call('HSET', p .. 'tokens', task, token)
+    local n, i = string.match(task, '^(%d+):(.+)$')
+    local entry = ''
+    if i ~= 'm' then entry = redis.call('LINDEX', skey(n, 'queue'), tonumber(i)) end
+    out[#out + 1] = task
+    out[#out + 1] = token
+    out[#out + 1] = entry
+  end
+  return out
+end
 local function save(n, st)
   redis.call('HSET', skey(n, 'state'), 'admitted', st.admitted, 'committed', st.committed,
              'finished', st.finished)
@@ -111,36 +133,22 @@ return out
 TAKE = (
     _COMMON
     + """
-local now = now_ms()
-redis.call('ZADD', p .. 'workers', now, ARGV[2])
-sweep(now)
-local out = {}
-local popped = redis.call('ZPOPMIN', p .. 'ready', tonumber(ARGV[3]))
-for k = 1, #popped, 2 do
-  local task = popped[k]
-  local token = tostring(redis.call('INCR', p .. 'counter'))
-  redis.call('ZADD', p .. 'leases', now + tonumber(ARGV[4]), task)
-  redis.call('HSET', p .. 'tokens', task, token)
-  local n, i = string.match(task, '^(%d+):(.+)$')
-  local entry = ''
-  if i ~= 'm' then entry = redis.call('LINDEX', skey(n, 'queue'), tonumber(i)) end
-  out[#out + 1] = task
-  out[#out + 1] = token
-  out[#out + 1] = entry
-end
-return out
+return take(now_ms(), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), {})
 """
 )
 
-# ARGV: prefix, seed number, index, token, page record JSON, links JSON.
+# ARGV: prefix, seed number, index, token, page record JSON, links JSON, then
+# worker id, how many tasks to take, lease ms (TAKE in the same round trip).
 # Frontier.record: store the outcome, commit what is now in order (extending
 # the queue with the links of pages above the depth limit), admit. Returns
-# {status, pages committed, finished}: status -1 = stale token or expired lease
-# (the result is refused), 0 = a duplicate, 1 = kept.
+# {status, pages committed, finished, tasks taken as TAKE returns them...}:
+# status -1 = stale token or expired lease (the result is refused), 0 = a
+# duplicate, 1 = kept.
 COMMIT = (
     _COMMON
     + """
 local n, i, now = ARGV[2], tonumber(ARGV[3]), now_ms()
+local function commit()
 local task = n .. ':' .. i
 local expiry = redis.call('ZSCORE', p .. 'leases', task)
 if redis.call('HGET', p .. 'tokens', task) ~= ARGV[4] or not expiry then return {-1, 0, 0} end
@@ -178,6 +186,8 @@ if st.committed > before then admit(n, st) end
 check_finished(n, st)
 save(n, st)
 return {1, st.committed - before, st.finished}
+end
+return take(now, ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9]), commit())
 """
 )
 

@@ -1,26 +1,26 @@
 """One worker of a distributed crawl: the spider's side of ``REDIS_URL`` (CONTRACT §7).
 
-The spider's ``start()`` is this worker's loop: it takes tasks from Redis
-while it has room (``CONCURRENT_REQUESTS`` pages in hand at most, so leases
-are not spent waiting in a local queue), yields each page as the same request
-a single-process crawl sends, and ends when every seed of the crawl has its
-manifest, or after ``TRAVERSE_IDLE_TIMEOUT`` with no seed. A page's outcome
-goes back to Redis from ``CommitPipeline`` once its snapshot is stored (as
-``JOBDIR`` keeps it), with the lease token it was taken with. A heartbeat
-renews this worker's leases every third of ``TRAVERSE_LEASE_TIMEOUT``; a page
-whose lease was lost (this process was stopped too long) is dropped here, its
-result refused by Redis. A manifest task is written by the worker that takes
-it, from the seed's records (``frontier.manifest_of``). Every Redis call runs
-on the asyncio loop of Scrapy's reactor, through ``Retrying``.
+The spider's ``start()`` is this worker's loop: it takes tasks from Redis while
+it has room (twice ``CONCURRENT_REQUESTS`` pages in hand, so leases are not
+spent in a local queue), yields each page as the request a single process
+sends, and ends when every seed has its manifest, or after
+``TRAVERSE_IDLE_TIMEOUT`` with no seed. ``CommitPipeline`` gives a page's
+outcome back once its snapshot is stored (as ``JOBDIR`` keeps it), with the
+lease token it was taken with, and takes the next tasks in the same call. A
+heartbeat renews the leases every third of ``TRAVERSE_LEASE_TIMEOUT``; a page
+whose lease was lost (the process was stopped too long) is dropped, its result
+refused by Redis. A manifest task is written by the worker that takes it, from
+the seed's records (``frontier.manifest_of``). Every Redis call runs on the
+reactor's asyncio loop, through ``Retrying``.
 
 Stats: ``distributed/taken``, ``distributed/committed``, ``distributed/refused``,
-``distributed/lost``, ``distributed/released``, ``distributed/manifests``,
-``distributed/error``.
+``distributed/lost``, ``distributed/released``, ``distributed/manifests``, ``distributed/error``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
@@ -63,8 +63,10 @@ class Worker:
         self.retrying = Retrying(self.redis)
         self.conn = client(self.redis)
         self.remote = RemoteFrontier(self.conn, self.keys, self.redis.lease_timeout, self.name)
-        self.room = max(1, crawler.settings.getint("CONCURRENT_REQUESTS"))
+        # Pages whose outcome is on its way to Redis count: the downloader must not run dry.
+        self.room = 2 * max(1, crawler.settings.getint("CONCURRENT_REQUESTS"))
         self.held: dict[str, Task] = {}  # task name -> taken, not committed
+        self.inbox: list[Task] = []  # taken with a commit, not started yet
         self.wake = asyncio.Event()
         self.heartbeat: asyncio.Task[None] | None = None
         self.writing: set[asyncio.Task[None]] = set()
@@ -95,17 +97,19 @@ class Worker:
         started = time.monotonic()
         wait = 0.05
         while not stopping(self.crawler) and not self.failed:
+            tasks, self.inbox = self.inbox, []
             free = self.room - len(self.held)
-            tasks = await self.call(self.remote.take, free) if free > 0 else []
+            if not tasks and free > 0:
+                tasks = await self.call(self.remote.take, free)
+                self.held.update((task.name, task) for task in tasks)
             for task in tasks:
                 inc(self.crawler.stats, "distributed/taken")
-                self.held[task.name] = task
                 for out in await self._start_task(task):
                     yield out
             if tasks:
                 wait = 0.05
                 continue
-            if free > 0:
+            if not self.held:  # the crawl can only be over (or empty) when nothing is held
                 seeds, written = await self.call(self.remote.progress)
                 if seeds and written >= seeds and not self.held:
                     logger.info("crawl %r finished: %d seed(s), every manifest written",
@@ -174,14 +178,18 @@ class Worker:
         warning = frontier.store_warnings.pop(item.index, None)
         record = page_record(item.seed_key, item.index, (task.url, task.depth), outcome, warning)
         links = outcome.links if frontier.may_follow(task.depth) else []
+        self.held.pop(task.name, None)
+        take = 0 if stopping(self.crawler) else self.room - len(self.held) - len(self.inbox)
         try:
-            status = await self.call(self.remote.commit, task, record, links)
+            status, tasks = await self.call(self.remote.commit, task, record, links, take)
         except RedisLost as exc:
             self._fail(str(exc))
             return
         finally:
-            self.held.pop(task.name, None)
             self.wake.set()
+        for new in tasks:  # taken with the commit: started by the loop
+            self.held[new.name] = new
+            self.inbox.append(new)
         if status < 0:
             inc(self.crawler.stats, "distributed/refused")
             logger.warning("page %s: lease lost before its result was kept; another worker "
@@ -264,7 +272,8 @@ class Worker:
                                "after TRAVERSE_LEASE_TIMEOUT", len(held), exc)  # fmt: skip
             else:
                 inc(self.crawler.stats, "distributed/released", released)
-        await self.conn.aclose()
+        with contextlib.suppress(Exception):  # a lost Redis: nothing left to close cleanly
+            await self.conn.aclose()
 
 
 class CommitPipeline:
