@@ -103,7 +103,7 @@ DOWNLOAD_HANDLERS = {
 ITEM_PIPELINES = {
     "traverse_crawl.pipelines.snapshots.SnapshotStorePipeline": 300,
     "traverse_crawl.jobdir.JournalPipeline": 800,
-    "traverse_crawl.distributed.worker.CommitPipeline": 850,
+    "traverse_crawl.distributed.pipeline.CommitPipeline": 850,
     "traverse_crawl.pipelines.manifest.ManifestPipeline": 900,
 }
 

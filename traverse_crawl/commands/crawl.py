@@ -20,7 +20,6 @@ from scrapy.settings import BaseSettings
 from traverse_crawl.core.config import TraverseConfig
 from traverse_crawl.core.errors import ConfigError
 from traverse_crawl.core.scrapy_settings import parse_log_level
-from traverse_crawl.distributed.frontier import join_crawl
 from traverse_crawl.jobdir import jobdir_path, resolve_seeds
 from traverse_crawl.rendering.addon import check_render
 from traverse_crawl.shutdown import install as install_shutdown
@@ -115,6 +114,8 @@ def check(settings: BaseSettings, spargs: dict[str, str]) -> None:
         check_writable("JOBDIR", jobdir)
     check_render(settings)
     if config.redis.enabled:  # before the reactor: blocking calls are fine here
+        from traverse_crawl.distributed.frontier import join_crawl  # redis: slow to import
+
         join_crawl(config, seeds)
 
 

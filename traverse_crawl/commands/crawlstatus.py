@@ -18,8 +18,6 @@ from scrapy.exceptions import UsageError
 from traverse_crawl.commands.common import StoreCommand, run_safely, write_text
 from traverse_crawl.core.distconfig import RedisConfig, parse_crawl_id, redact
 from traverse_crawl.core.errors import ConfigError
-from traverse_crawl.distributed.client import Keys, connect_sync
-from traverse_crawl.distributed.status import crawl_status, render
 from traverse_crawl.exceptions import CommandFailed
 
 
@@ -43,6 +41,10 @@ class Command(StoreCommand, ScrapyCommand):
         run_safely(self, self.act, args[0] if args else "", opts)
 
     def act(self, crawl_id: str, opts: argparse.Namespace) -> None:
+        # Imported here: Scrapy imports every command module at start-up, and redis is slow.
+        from traverse_crawl.distributed.client import Keys, connect_sync
+        from traverse_crawl.distributed.status import crawl_status, render
+
         try:
             config = RedisConfig.from_settings(self.settings)  # type: ignore[arg-type]
             if not config.enabled:

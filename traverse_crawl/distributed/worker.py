@@ -30,7 +30,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 from scrapy.crawler import Crawler
-from scrapy.exceptions import NotConfigured
 
 from traverse_crawl.core import seeds as seedlib
 from traverse_crawl.core import urls
@@ -274,27 +273,3 @@ class Worker:
                 inc(self.crawler.stats, "distributed/released", released)
         with contextlib.suppress(Exception):  # a lost Redis: nothing left to close cleanly
             await self.conn.aclose()
-
-
-class CommitPipeline:
-    """After the store pipeline: each page's outcome to Redis (with ``REDIS_URL``)."""
-
-    def __init__(self, crawler: Crawler) -> None:
-        if not crawler.settings.get("REDIS_URL"):
-            raise NotConfigured
-        self.crawler = crawler
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> CommitPipeline:
-        return cls(crawler)
-
-    async def process_item(self, item: Any) -> Any:
-        worker = getattr(self.crawler.spider, "remote", None)
-        if isinstance(item, PageItem) and worker is not None:
-            await worker.commit(item)
-        return item
-
-    async def close_spider(self) -> None:
-        worker = getattr(self.crawler.spider, "remote", None)
-        if worker is not None:
-            await worker.close()
