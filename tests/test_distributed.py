@@ -38,8 +38,11 @@ def each_page_once(servers) -> None:
 
 
 def test_three_workers_make_the_single_process_manifests(sites, expected, redis_server, tmp_path):  # noqa: F811
-    first = start(command(tmp_path, sites, redis_server.url))
-    joiners = [start(command(tmp_path, sites, redis_server.url, seeds=False)) for _ in range(2)]
+    # No fault here: a lease long enough that none runs out on a loaded machine, so every
+    # page is fetched once (with the tests' 2 s lease a starved worker may lose one).
+    url, lease = redis_server.url, ("-s", "TRAVERSE_LEASE_TIMEOUT=60")
+    first = start(command(tmp_path, sites, url, *lease))
+    joiners = [start(command(tmp_path, sites, url, *lease, seeds=False)) for _ in range(2)]
     results = finish([first, *joiners])
     for status, err in results:
         assert status == 0, err[-3000:]

@@ -3,17 +3,28 @@
 After the store pipeline (300), so a committed outcome never names a snapshot
 that was not stored; the work is the spider's ``Worker`` (``worker.py``). Kept
 apart from it because Scrapy builds every pipeline of ``ITEM_PIPELINES`` in
-every crawl, and redis is slow to import: this module does not import it.
+every crawl, and redis is slow to import: this module does not import it, and
+``make_worker`` imports the worker (and redis) only for a distributed crawl.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
 from traverse_crawl.items import PageItem
+
+if TYPE_CHECKING:
+    from traverse_crawl.distributed.worker import Worker
+
+
+def make_worker(spider: Any, crawler: Crawler) -> Worker:
+    """The spider's ``Worker`` (imported here, only when ``REDIS_URL`` is set)."""
+    from traverse_crawl.distributed.worker import Worker
+
+    return Worker(spider, crawler, spider.config)
 
 
 class CommitPipeline:

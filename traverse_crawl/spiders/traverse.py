@@ -23,7 +23,7 @@ import asyncio
 import logging
 import os
 from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from scrapy import Spider
 from scrapy.crawler import Crawler
@@ -40,6 +40,7 @@ from traverse_crawl.core.frontier import Admission, Frontier, Outcome
 from traverse_crawl.core.jobstate import replay_sitemaps
 from traverse_crawl.core.links import find_links
 from traverse_crawl.core.sourceref import build_source_ref
+from traverse_crawl.distributed.pipeline import make_worker
 from traverse_crawl.exceptions import fetch_error_from_failure
 from traverse_crawl.items import PageItem
 from traverse_crawl.jobdir import Job, resolve_seeds
@@ -49,9 +50,6 @@ from traverse_crawl.signals import seed_finished
 from traverse_crawl.sitemaps import SitemapReader
 from traverse_crawl.stats import inc
 from traverse_crawl.wire import WhatwgRequest
-
-if TYPE_CHECKING:  # redis is imported only by distributed crawls (its import is slow)
-    from traverse_crawl.distributed.worker import Worker
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +63,7 @@ class TraverseSpider(Spider):
     sitemaps: SitemapReader
     seeds: list[seedlib.Seed]  # from the arguments, or from the JOBDIR
     job: Job | None
-    remote: Worker | None  # with REDIS_URL: this process is a worker of a distributed crawl
+    remote: Any  # with REDIS_URL, this process's ``distributed.worker.Worker``, else None
 
     def __init__(
         self,
@@ -86,11 +84,7 @@ class TraverseSpider(Spider):
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.config = get_config(crawler)  # validates every setting before any request
         spider.seeds, spider.job = resolve_seeds(crawler.settings, spider.config, spider._seed_args)
-        spider.remote = None
-        if spider.config.redis.url:
-            from traverse_crawl.distributed.worker import Worker
-
-            spider.remote = Worker(spider, crawler, spider.config)
+        spider.remote = make_worker(spider, crawler) if spider.config.redis.url else None
         spider.sitemaps = SitemapReader(
             crawler, spider.config, spider.parse_sitemap, spider.sitemap_failed
         )
