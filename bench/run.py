@@ -10,6 +10,7 @@
     .venv/bin/python bench/run.py dns          # issue 17: by host name (localhost) beside by IP
     .venv/bin/python bench/run.py origins      # issue 17: hundreds of origins at MIN_DELAY=1
     .venv/bin/python bench/run.py distributed  # issue 13: Redis workers (bench/distributed.py)
+    .venv/bin/python bench/run.py latency      # issue 17: 50 ms per response, against the bound
 
 Run from the repository root with the project's venv. Every crawl is a real
 ``scrapy`` process (``scrapy crawl traverse`` with
@@ -76,7 +77,7 @@ TARGET_MEMORY_RATIO = 1.2  # traverse peak RSS <= 1.2x the plain spider's (issue
 TARGET_POLITENESS_RATIO = 1.2  # 100 pages at 0.05 s: <= 1.2x the 5 s of delays (issue 3)
 TARGET_REPLAY_RATIO = 3.0  # replay pages/s >= 3x live pages/s (issue 4)
 TARGET_WARC_RATIO = 0.85  # capture with WARC pages/s >= 0.85x capture without (issue 14)
-MODULES = ["dns", "origins"]  # scenarios in bench/<name>.py (issue 17)
+MODULES = ["dns", "origins", "latency"]  # scenarios in bench/<name>.py (issue 17)
 
 
 def python() -> str:
