@@ -47,10 +47,13 @@ CONCURRENT_ITEMS = 2
 # frontier owns depth (the spider sets Scrapy's ``depth`` key to the BFS depth,
 # which DepthMiddleware would recompute from the callback's response); and a
 # request dropped silently (URLLENGTH_LIMIT) would leave its page unrecorded.
+# MetaCopyDetection warns about response.meta copied into new requests, which the
+# spider never does (it builds each request's meta), and wrapped every output.
 SPIDER_MIDDLEWARES = {
     "scrapy.spidermiddlewares.referer.RefererMiddleware": None,
     "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
     "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware": None,
+    "scrapy.spidermiddlewares.metacopy.MetaCopyDetectionMiddleware": None,
 }
 
 # Downloader middlewares, in process_request order. Ours replace the built-ins

@@ -17,6 +17,8 @@ _CANONICAL_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 
 def js_string(value: str) -> str:
     """The string JavaScript sees: surrogate pairs written as two code points join."""
+    if value.isascii():  # no surrogate to join (a constant-time check): most ids and URLs
+        return value
     return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
 
@@ -30,6 +32,8 @@ def encode_uri_component(value: str) -> str:
 
 def well_formed(value: str) -> str:
     """``String.prototype.toWellFormed``: each lone surrogate becomes U+FFFD."""
+    if value.isascii():
+        return value
     return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 

@@ -27,6 +27,7 @@ from typing import Any
 from scrapy import Request
 from scrapy.core.downloader import Slot
 from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
 
 from traverse_crawl.core import urls
 from traverse_crawl.core.attempt import BACKOFF, NOT_BEFORE, ORIGIN_DELAY
@@ -113,7 +114,10 @@ class PoliteSlot(Slot):
 class PolitenessMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.min_delay = get_config(crawler).min_delay
+        config = get_config(crawler)
+        if config.mode == "replay":
+            raise NotConfigured  # replay answers every request before it (issue 17)
+        self.min_delay = config.min_delay
         self.per_domain = crawler.settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN") or 8
 
     @classmethod

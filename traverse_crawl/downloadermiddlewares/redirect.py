@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from scrapy import Request
 from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 
 from traverse_crawl.core import urls
@@ -32,7 +33,10 @@ from traverse_crawl.stats import inc
 class RedirectMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.max_redirects = get_config(crawler).redirect_max_times
+        config = get_config(crawler)
+        if config.mode == "replay":
+            raise NotConfigured  # replay answers every request before it (issue 17)
+        self.max_redirects = config.redirect_max_times
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RedirectMiddleware:

@@ -3,7 +3,9 @@
 Enabled only when ``TRAVERSE_MODE`` is ``replay``; reads ``TRAVERSE_STORE``.
 At priority 50 it answers every request before any other middleware acts, so
 in replay no request reaches a download handler: no DNS look-up, no socket,
-no robots.txt, no politeness delay, no browser. A page request (one with
+no robots.txt, no politeness delay, no browser. The project's middlewares that
+only act on a download (egress, robots, retry, redirect, revalidate,
+politeness) are not installed in replay at all (``NotConfigured``). A page request (one with
 ``traverse_page_id``) is answered with its latest snapshot (SPEC §12
 ``latest``) as a Response flagged ``replay``, and
 ``request.meta["traverse_snapshot"]`` is that snapshot with ``fromCache: true``,

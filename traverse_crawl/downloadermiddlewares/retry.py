@@ -25,7 +25,7 @@ from typing import Any
 from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.downloadermiddlewares.retry import get_retry_request
-from scrapy.exceptions import DownloadTimeoutError, IgnoreRequest
+from scrapy.exceptions import DownloadTimeoutError, IgnoreRequest, NotConfigured
 from scrapy.http import Response
 from scrapy.utils.misc import load_object
 from twisted.internet import defer
@@ -46,6 +46,8 @@ class RetryMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         config = get_config(crawler)
+        if config.mode == "replay":
+            raise NotConfigured  # replay answers every request before it (issue 17)
         self.max_retries = config.retry_times
         self.backoff = config.retry_backoff
         self.retry_after_max = config.retry_after_max
