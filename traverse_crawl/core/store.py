@@ -125,7 +125,7 @@ def _finite_float(text: str) -> float:
     return number
 
 
-# Built once: ``json.loads`` with hooks builds a decoder (and its scanner) per call.
+# Built once: ``json.loads`` with hooks builds a decoder and its scanner per call.
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
 
 
@@ -145,9 +145,7 @@ def check_snapshot_text(text: str) -> Snapshot | str:
     and the optional fields must have their types (issue 10).
     """
     try:
-        if text.startswith("\ufeff"):  # json.loads's own check, kept for its message
-            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
-        data = _DECODER.decode(text)
+        data = json.loads(text) if text.startswith("\ufeff") else _DECODER.decode(text)
     except ValueError as exc:
         return f"not valid JSON ({exc})"
     except RecursionError:
@@ -282,7 +280,11 @@ def _read_directory(directory: str, damaged: list[str] | None = None) -> Iterato
         if not name.endswith(".json"):
             continue
         try:
-            raw = _read_file(os.path.join(directory, name))
+            fd = os.open(os.path.join(directory, name), os.O_RDONLY)  # cheaper than open()
+            try:
+                raw = b"".join(iter(functools.partial(os.read, fd, 1 << 20), b""))
+            finally:
+                os.close(fd)
         except OSError:
             continue
         # Node's readFile(..., "utf8") replaces invalid bytes rather than failing.
@@ -295,15 +297,3 @@ def _read_directory(directory: str, damaged: list[str] | None = None) -> Iterato
                 damaged.append(problem)
             continue
         yield parsed
-
-
-def _read_file(path: str) -> bytes:
-    # Replay reads one file per page: open()'s buffered file object cost a third of it.
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
