@@ -55,10 +55,6 @@ logger = logging.getLogger(__name__)
 
 # Pages at least this long (characters) are parsed for links in a worker thread.
 _THREAD_PARSE_CHARS = 256 * 1024
-# Event-loop turns a page's work waits, so that the requests its wave of responses
-# freed reach the socket first: the download handler gets them a turn later and
-# Twisted writes them on the next I/O poll (docs/performance.md, "Latency").
-_SEND_TURNS = 2
 
 
 class TraverseSpider(Spider):
@@ -165,8 +161,8 @@ class TraverseSpider(Spider):
     async def parse(self, response: Response, **kwargs: Any) -> AsyncIterator[Any]:
         meta = response.meta
         key, index = meta["traverse_seed"], meta["traverse_index"]
-        for _ in range(_SEND_TURNS if self.config.mode != "replay" else 0):
-            await asyncio.sleep(0)
+        for _ in range(0 if self.config.mode == "replay" else 2):  # the requests this wave
+            await asyncio.sleep(0)  # freed reach the socket first (performance.md, Latency)
         try:
             outcome, snapshot = await self._outcome(self.frontiers[key], index, response)
         except Exception as exc:  # a bug must not leave the page, and its seed, unrecorded
