@@ -12,10 +12,12 @@ import pytest
 from scrapy import Request
 
 from tests.components import ORIGIN, make_crawler, page_request
+from traverse_crawl import politeslot
 from traverse_crawl.downloadermiddlewares import politeness as politeness_module
-from traverse_crawl.downloadermiddlewares.politeness import PolitenessMiddleware, PoliteSlot
+from traverse_crawl.downloadermiddlewares.politeness import PolitenessMiddleware
+from traverse_crawl.politeslot import PoliteSlot
 
-EPS = politeness_module._EPSILON
+EPS = politeslot._EPSILON
 
 
 def slot(delay: float, lastseen: float, last_end: float, head: float | None) -> PoliteSlot:
@@ -66,7 +68,7 @@ def test_end_of_a_download_is_stamped(monkeypatch):
     s = PoliteSlot(1, 1.0)
     request = Request(ORIGIN + "/")
     s.transferring.add(request)
-    monkeypatch.setattr(politeness_module, "monotonic", lambda: 42.0)
+    monkeypatch.setattr(politeslot, "monotonic", lambda: 42.0)
     s.transferring.remove(request)
     assert s.last_end == 42.0
 

@@ -13,6 +13,10 @@ attempt; the politeness middleware's origin slot does the waiting, at the head
 of the origin's queue and instead of the origin's minimum delay). A retry is a
 new attempt (``core.attempt``): the previous attempt's keys do not follow it.
 
+Distributed crawls (``REDIS_URL``): the wait is also written into the origin's
+ledger in Redis as its "not before" time, so no worker sends to the origin
+before it (``distributed/ledger.py``).
+
 Stats: Scrapy's ``retry/count``, ``retry/reason_count/*``, ``retry/max_reached``.
 """
 
@@ -31,9 +35,11 @@ from scrapy.utils.misc import load_object
 from twisted.internet import defer
 from twisted.internet.error import TimeoutError as TxTimeoutError
 
+from traverse_crawl.core import urls
 from traverse_crawl.core.attempt import BACKOFF, next_attempt
 from traverse_crawl.core.config import get_config
 from traverse_crawl.core.retry import is_retryable_status, retry_wait
+from traverse_crawl.distributed.shared import shared_politeness
 from traverse_crawl.downloadhandlers.http import headers_too_large
 from traverse_crawl.failures import is_untrusted_certificate
 
@@ -52,6 +58,8 @@ class RetryMiddleware:
         self.backoff = config.retry_backoff
         self.retry_after_max = config.retry_after_max
         self.random = random.Random().random
+        shared = shared_politeness(crawler)
+        self.ledger = None if shared is None else shared.ledger
         self.network_errors = tuple(
             load_object(x) if isinstance(x, str) else x
             for x in crawler.settings.getlist("RETRY_EXCEPTIONS")
@@ -99,7 +107,10 @@ class RetryMiddleware:
         attempt = new.meta["retry_times"]
         warnings: list[str] = request.meta.setdefault("traverse_warnings", [])
         warnings.append(f"retry {attempt}/{self.max_retries} for {request.url} after {reason}")
-        new.meta[BACKOFF] = retry_wait(
+        wait = new.meta[BACKOFF] = retry_wait(
             attempt, self.backoff, retry_after, self.retry_after_max, self.random
         )
+        if self.ledger is not None:
+            # Every worker holds back from the origin, not only this retry.
+            self.ledger.hold_off(urls.origin(request.url), wait)
         return new

@@ -33,7 +33,13 @@ page request that gets the origin's rules, only), ``traverse_origin_delay`` (set
 capped at ``TRAVERSE_ROBOTS_CRAWL_DELAY_MAX``; the politeness middleware raises
 the origin's delay from it).
 
-Stats: ``robots/fetched`` (robots.txt requests made), ``robots/denied``,
+Distributed crawls (``REDIS_URL``): robots.txt is fetched once per origin for the
+whole crawl, by the first worker that needs it; the others wait for that copy in
+Redis and parse it themselves (``distributed/robotsshare.py``), and the
+fail-open / rfc9309 warning goes to one page of the crawl.
+
+Stats: ``robots/fetched`` (robots.txt requests made), ``robots/shared``
+(origins whose robots.txt another worker fetched), ``robots/denied``,
 ``robots/fail_open``, ``robots/disallow_all``.
 """
 
@@ -53,6 +59,7 @@ from traverse_crawl.core import robots, urls
 from traverse_crawl.core.attempt import ORIGIN_DELAY
 from traverse_crawl.core.config import get_config
 from traverse_crawl.core.errors import FetchError
+from traverse_crawl.distributed.shared import shared_politeness
 from traverse_crawl.exceptions import PageFailed, fetch_error_from_failure
 from traverse_crawl.stats import inc
 from traverse_crawl.wire import WhatwgRequest
@@ -85,6 +92,8 @@ class RobotsMiddleware:
         self.unclaimed: dict[str, str] = {}  # origin → warning no page has carried yet
         self.loading: dict[str, asyncio.Task[None]] = {}
         self.received: dict[int, int] = {}
+        shared = shared_politeness(crawler)
+        self.shared = None if shared is None else shared.robots
         crawler.signals.connect(self.bytes_received, signal=signals.bytes_received)
 
     @classmethod
@@ -105,7 +114,10 @@ class RobotsMiddleware:
         # The warning goes to the first page, whichever request started the load
         # (a sitemap request may): the page's warnings do not depend on timing.
         if "traverse_sitemap" not in meta and origin in self.unclaimed:
-            meta.setdefault("traverse_warnings", []).append(self.unclaimed.pop(origin))
+            warning = self.unclaimed.pop(origin)
+            # Distributed: one page of the whole crawl gets it, as in one process.
+            if self.shared is None or await self.shared.claim_warning(origin):
+                meta.setdefault("traverse_warnings", []).append(warning)
         if not rules.allows(robots.path_and_query(request.url)):
             inc(self.crawler.stats, "robots/denied")
             logger.debug("robots.txt denies %s", request.url)
@@ -145,6 +157,28 @@ class RobotsMiddleware:
                 self.loading.pop(origin, None)
 
     async def _load(self, origin: str) -> None:
+        if self.shared is None:
+            fetch = await self._fetch(origin)
+        else:
+            # A distributed crawl: one worker fetches, every worker uses its copy.
+            fetch, fetched_here = await self.shared.load(origin, lambda: self._fetch(origin))
+            if not fetched_here:
+                inc(self.crawler.stats, "robots/shared")
+        self.fetches[origin] = fetch
+        if not self.obey:
+            return
+        decision = robots.decide(fetch, origin, self.user_agent, self.policy, self.matcher)
+        self.rules[origin] = decision.rules
+        if decision.warning is not None:
+            self.unclaimed[origin] = decision.warning
+            # Loaded once per origin, so this logs once per origin (STYLE §9).
+            logger.warning("%s", decision.warning)
+            if isinstance(decision.rules, robots.DisallowAll):
+                inc(self.crawler.stats, "robots/disallow_all")
+            else:
+                inc(self.crawler.stats, "robots/fail_open")
+
+    async def _fetch(self, origin: str) -> robots.RobotsFetch:
         robots_request = WhatwgRequest(
             origin + "/robots.txt",
             headers={"Accept": "text/plain,*/*"},
@@ -178,19 +212,7 @@ class RobotsMiddleware:
             fetch = robots.RobotsFetch(status=response.status, body=response.body)
         finally:
             self.received.pop(id(robots_request), None)
-        self.fetches[origin] = fetch
-        if not self.obey:
-            return
-        decision = robots.decide(fetch, origin, self.user_agent, self.policy, self.matcher)
-        self.rules[origin] = decision.rules
-        if decision.warning is not None:
-            self.unclaimed[origin] = decision.warning
-            # Loaded once per origin, so this logs once per origin (STYLE §9).
-            logger.warning("%s", decision.warning)
-            if isinstance(decision.rules, robots.DisallowAll):
-                inc(self.crawler.stats, "robots/disallow_all")
-            else:
-                inc(self.crawler.stats, "robots/fail_open")
+        return fetch
 
     def bytes_received(self, data: bytes, request: Request, **kwargs: Any) -> None:
         """Stop a robots.txt download once 500 KiB are in (RFC 9309 §2.5)."""

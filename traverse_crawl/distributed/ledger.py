@@ -1,0 +1,211 @@
+"""The per-origin politeness ledger of a distributed crawl, kept in Redis (CONTRACT §7).
+
+One hash per origin, ``traverse:<crawl id>:ledger:<origin>``, that every worker
+of the crawl consults before it sends a request there:
+
+- ``holder``/``lease``: the worker's token that holds the origin (one request in
+  flight while the origin's delay is > 0) and when that hold expires;
+- ``end``: when the last request to the origin ended;
+- ``nb``: "not before": no request starts earlier (a retry's backoff or a
+  ``Retry-After``, written by the worker that got the 429/5xx), and ``nbe``, the
+  end of the failed attempt it follows: the retry waits its backoff instead of
+  the delay after that attempt (SPEC §6), but the delay after any later request.
+
+Why Lua in Redis: the check ("is the origin free, has the delay passed since the
+last end, is the not-before over?") and the claim must be one atomic step for
+all workers on all machines, or two of them could both see the origin free and
+both send. A script runs alone in Redis. Every time is Redis's clock (``TIME``,
+in microseconds), never a worker's: workers on different machines disagree
+about the time, but they all talk to one Redis. A worker only ever turns a
+duration that Redis gave it into a local sleep.
+
+A worker that dies holding an origin (SIGKILL, a lost machine) never releases
+it: its hold expires ``TRAVERSE_LEASE_TIMEOUT`` seconds after it was taken, and
+its request counts as ended then, so the delay still runs from that moment.
+
+A worker's own writes to one origin (the release after a download, a retry's
+hold-off) are sent in order and are in Redis before that worker asks for the
+origin again (``settled``), so a worker never races itself. Nothing here
+blocks: every call is a coroutine of the asyncio Redis client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    import redis.asyncio
+
+logger = logging.getLogger(__name__)
+
+Call = Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]]
+
+REDIS_NOW = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+"""
+
+# KEYS[1] ledger; ARGV token, delay (µs), lease (µs), retry ("1": the attempt
+# waits its backoff, not the delay, SPEC §6). Returns {granted, wait µs, expired}:
+# granted 1: the caller may send now (and holds the origin while delay > 0);
+# granted 0: ask again after ``wait``. ``expired`` 1: a dead holder's lease ran out.
+ACQUIRE = (
+    REDIS_NOW
+    + """
+local v = redis.call('HMGET', KEYS[1], 'holder', 'lease', 'end', 'nb', 'nbe')
+local delay = tonumber(ARGV[2])
+local last_end = tonumber(v[3]) or 0
+local expired = 0
+if v[1] then
+  local lease = tonumber(v[2]) or 0
+  if lease > now then
+    -- In flight elsewhere: the next start is at least its end plus the delay.
+    return {0, math.max(delay, 1000), 0}
+  end
+  expired = 1
+  if lease > last_end then last_end = lease end
+  redis.call('HDEL', KEYS[1], 'holder', 'lease')
+  redis.call('HSET', KEYS[1], 'end', string.format('%.0f', last_end))
+end
+local ready = tonumber(v[4]) or 0
+-- A retry skips the delay after its own failed attempt only (nbe: the end
+-- that the hold-off followed); a request of another worker since then counts.
+local skip = ARGV[4] == '1' and last_end <= (tonumber(v[5]) or 0)
+if not skip and delay > 0 and last_end + delay > ready then
+  ready = last_end + delay
+end
+if ready > now then return {0, ready - now, expired} end
+if delay > 0 then
+  redis.call('HSET', KEYS[1], 'holder', ARGV[1],
+             'lease', string.format('%.0f', now + tonumber(ARGV[3])))
+end
+return {1, 0, expired}
+"""
+)
+
+# KEYS[1] ledger; ARGV token. The download ended now: the delay runs from here,
+# even when the hold had expired and another worker holds the origin.
+RELEASE = (
+    REDIS_NOW
+    + """
+if redis.call('HGET', KEYS[1], 'holder') == ARGV[1] then
+  redis.call('HDEL', KEYS[1], 'holder', 'lease')
+end
+local last_end = tonumber(redis.call('HGET', KEYS[1], 'end')) or 0
+if now > last_end then
+  redis.call('HSET', KEYS[1], 'end', string.format('%.0f', now))
+end
+return 1
+"""
+)
+
+# KEYS[1] ledger; ARGV seconds to hold off (µs). No request starts before then.
+HOLD_OFF = (
+    REDIS_NOW
+    + """
+local nb = now + tonumber(ARGV[1])
+if nb > (tonumber(redis.call('HGET', KEYS[1], 'nb')) or 0) then
+  redis.call('HSET', KEYS[1], 'nb', string.format('%.0f', nb),
+             'nbe', redis.call('HGET', KEYS[1], 'end') or '0')
+end
+return 1
+"""
+)
+
+
+class Grant(NamedTuple):
+    granted: bool
+    wait: float  # seconds to wait before asking again (0 when granted)
+    expired: bool  # the previous holder's lease had run out
+
+
+def micros(seconds: float) -> int:
+    return max(0, round(seconds * 1_000_000))
+
+
+def worker_name() -> str:
+    """This process, for tokens: host, pid and a random part (pids are reused)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+async def direct(fn: Callable[[], Awaitable[Any]]) -> Any:
+    return await fn()
+
+
+class Ledger:
+    """The politeness ledger of one crawl, as seen from one worker."""
+
+    def __init__(
+        self,
+        conn: redis.asyncio.Redis,
+        key: Callable[[str], str],
+        lease_timeout: float,
+        call: Call = direct,
+    ) -> None:
+        self.key = key  # origin → its ledger key
+        self.lease = micros(lease_timeout)
+        self.call = call  # wraps each Redis call (retries while Redis is unreachable)
+        self.name = worker_name()
+        self._tokens = itertools.count(1)
+        self._acquire = conn.register_script(ACQUIRE)
+        self._release = conn.register_script(RELEASE)
+        self._hold_off = conn.register_script(HOLD_OFF)
+        self._pending: dict[str, asyncio.Future[Any]] = {}
+
+    def token(self) -> str:
+        return f"{self.name}:{next(self._tokens)}"
+
+    async def acquire(self, origin: str, token: str, delay: float, retry: bool) -> Grant:
+        """Take the origin for one request if the ledger allows it now."""
+        args: list[str | int] = [token, micros(delay), self.lease, "1" if retry else "0"]
+        granted, wait, expired = await self.call(
+            lambda: self._acquire(keys=[self.key(origin)], args=args)
+        )
+        return Grant(bool(int(granted)), int(wait) / 1_000_000, bool(int(expired)))
+
+    def release(self, origin: str, token: str) -> None:
+        """The request sent under ``token`` ended (sent in order, not awaited)."""
+        self._then(origin, lambda: self._release(keys=[self.key(origin)], args=[token]))
+
+    def hold_off(self, origin: str, seconds: float) -> None:
+        """No worker sends to ``origin`` for ``seconds`` from now (not awaited)."""
+        span = micros(seconds)
+        self._then(origin, lambda: self._hold_off(keys=[self.key(origin)], args=[span]))
+
+    async def settled(self, origin: str) -> None:
+        """Until this worker's earlier writes for ``origin`` are in Redis."""
+        pending = self._pending.get(origin)
+        if pending is not None:
+            await asyncio.wait([pending])
+
+    async def drain(self) -> None:
+        """Until every write this worker sent is in Redis (before closing)."""
+        if self._pending:
+            await asyncio.wait(list(self._pending.values()))
+
+    def _then(self, origin: str, fn: Callable[[], Awaitable[Any]]) -> None:
+        previous = self._pending.get(origin)
+
+        async def run() -> None:
+            if previous is not None:
+                await asyncio.wait([previous])
+            await self.call(fn)
+
+        task = asyncio.ensure_future(run())
+        self._pending[origin] = task
+
+        def done(task: asyncio.Future[Any]) -> None:
+            if self._pending.get(origin) is task:
+                del self._pending[origin]
+            if not task.cancelled() and task.exception() is not None:
+                # The hold, if any, expires with its lease; the crawl goes on.
+                logger.error("politeness ledger write for %s failed: %s", origin, task.exception())
+
+        task.add_done_callback(done)
