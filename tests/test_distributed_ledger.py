@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import random
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
@@ -71,7 +72,7 @@ async def take(book: Ledger, delay: float, retry: bool = False) -> tuple[str, bo
 
 
 @on_asyncio
-async def test_one_request_at_a_time_and_the_delay_between_them_across_workers(redis_server):
+async def test_one_request_at_a_time_and_the_delay_between_them_across_workers(redis_server):  # noqa: F811
     delay = 0.05
     spans: list[tuple[float, float]] = []
     async with clients(redis_server.url, 3) as conns:
@@ -88,12 +89,12 @@ async def test_one_request_at_a_time_and_the_delay_between_them_across_workers(r
         await asyncio.gather(*(worker(c) for c in conns))
     spans.sort()
     assert len(spans) == 18
-    gaps = [b[0] - a[1] for a, b in zip(spans, spans[1:])]
+    gaps = [b[0] - a[1] for a, b in itertools.pairwise(spans)]
     assert min(gaps) >= delay, gaps
 
 
 @on_asyncio
-async def test_without_a_delay_nothing_is_held(redis_server):
+async def test_without_a_delay_nothing_is_held(redis_server):  # noqa: F811
     async with clients(redis_server.url, 2) as (a, b):
         first, second = ledger(a), ledger(b)
         assert (await first.acquire(ORIGIN, first.token(), 0.0, False)).granted
@@ -102,7 +103,7 @@ async def test_without_a_delay_nothing_is_held(redis_server):
 
 
 @on_asyncio
-async def test_a_dead_holders_origin_comes_back_when_its_lease_expires(redis_server):
+async def test_a_dead_holders_origin_comes_back_when_its_lease_expires(redis_server):  # noqa: F811
     delay, lease = 0.1, 0.6
     async with clients(redis_server.url, 2) as (a, b):
         dead = ledger(a, lease)
@@ -119,7 +120,7 @@ async def test_a_dead_holders_origin_comes_back_when_its_lease_expires(redis_ser
 
 
 @on_asyncio
-async def test_a_hold_off_holds_back_every_worker(redis_server):
+async def test_a_hold_off_holds_back_every_worker(redis_server):  # noqa: F811
     async with clients(redis_server.url, 2) as (a, b):
         got_429, other = ledger(a), ledger(b)
         token, _ = await take(got_429, 0.05)
@@ -134,7 +135,7 @@ async def test_a_hold_off_holds_back_every_worker(redis_server):
 
 
 @on_asyncio
-async def test_a_retry_waits_its_backoff_not_the_delay(redis_server):
+async def test_a_retry_waits_its_backoff_not_the_delay(redis_server):  # noqa: F811
     delay = 2.0
     async with clients(redis_server.url, 2) as (a, b):
         retrying, other = ledger(a), ledger(b)
@@ -149,7 +150,7 @@ async def test_a_retry_waits_its_backoff_not_the_delay(redis_server):
 
 
 @on_asyncio
-async def test_a_retry_after_another_workers_request_waits_the_delay(redis_server):
+async def test_a_retry_after_another_workers_request_waits_the_delay(redis_server):  # noqa: F811
     delay = 0.3
     async with clients(redis_server.url, 2) as (a, b):
         retrying, other = ledger(a), ledger(b)
@@ -170,7 +171,7 @@ def robots_share(conn: redis.asyncio.Redis, lease: float = 30.0) -> SharedRobots
 
 
 @on_asyncio
-async def test_robots_txt_is_fetched_by_one_worker_and_read_by_the_others(redis_server):
+async def test_robots_txt_is_fetched_by_one_worker_and_read_by_the_others(redis_server):  # noqa: F811
     fetched: list[int] = []
     body = b"User-agent: *\nDisallow: /private\n\xff binary tail"
 
@@ -191,7 +192,7 @@ async def test_robots_txt_is_fetched_by_one_worker_and_read_by_the_others(redis_
 
 
 @on_asyncio
-async def test_robots_txt_of_a_worker_that_died_fetching_is_fetched_again(redis_server):
+async def test_robots_txt_of_a_worker_that_died_fetching_is_fetched_again(redis_server):  # noqa: F811
     lease = 0.5
     async with clients(redis_server.url, 2) as (a, b):
         dead = robots_share(a, lease)
@@ -208,7 +209,7 @@ async def test_robots_txt_of_a_worker_that_died_fetching_is_fetched_again(redis_
 
 
 @on_asyncio
-async def test_the_robots_warning_goes_to_one_page_of_the_crawl(redis_server):
+async def test_the_robots_warning_goes_to_one_page_of_the_crawl(redis_server):  # noqa: F811
     async with clients(redis_server.url, 3) as conns:
         claims = await asyncio.gather(*(robots_share(c).claim_warning(ORIGIN) for c in conns))
     assert sorted(claims) == [False, False, True]

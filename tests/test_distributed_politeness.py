@@ -7,6 +7,7 @@ the sites saw, whichever worker sent each request.
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
@@ -36,7 +37,8 @@ def site(server: Server) -> None:
     links = "".join(f'<a href="/p{n}">{n}</a>' for n in range(1, PAGES))
     server.site({"/": f"<html><body>{links}</body></html>"})
     server.site({f"/p{n}": f"<p>page {n}</p>" for n in range(1, PAGES)})
-    server.routes["/robots.txt"] = Reply(body="User-agent: *\nAllow: /\n", content_type="text/plain")
+    robots = Reply(body="User-agent: *\nAllow: /\n", content_type="text/plain")
+    server.routes["/robots.txt"] = robots
 
 
 def first_time(server: Server, path: str, first: Reply, then: Reply) -> None:
@@ -61,7 +63,7 @@ def workers(
     ]  # fmt: skip
     procs = []
     for i in range(n):
-        log = open(tmp_path / f"worker{i}.log", "w", encoding="utf-8")  # noqa: SIM115
+        log = open(tmp_path / f"worker{i}.log", "w", encoding="utf-8")
         procs.append(
             subprocess.Popen(args, cwd=REPO, env=scrapy_env(), stdout=log, stderr=log, text=True)
         )
@@ -93,14 +95,18 @@ def pages(server: Server) -> list[Hit]:
 def assert_polite(server: Server) -> None:
     """One request at a time, and at least DELAY from each end to the next start."""
     hits = pages(server)
-    gaps = [(b.start - a.end, a.path, b.path) for a, b in zip(hits, hits[1:])]
+    gaps = [(b.start - a.end, a.path, b.path) for a, b in itertools.pairwise(hits)]
     # 2 ms: the servers' monotonic clock against Redis's wall clock (NTP slew).
     too_short = [gap for gap in gaps if gap[0] < DELAY - 0.002]
     assert not too_short, f"{server.origin}: end-to-start gaps under {DELAY} s: {too_short}"
 
 
 def test_three_workers_share_one_ledger_per_origin_and_one_robots_txt(
-    redis_server, server, server2, server3, tmp_path
+    redis_server,
+    server,
+    server2,
+    server3,
+    tmp_path,  # noqa: F811
 ):
     servers = [server, server2, server3]
     for s in servers:
@@ -112,7 +118,11 @@ def test_three_workers_share_one_ledger_per_origin_and_one_robots_txt(
         Reply(429, "busy", headers={"Retry-After": "1"}, content_type="text/plain"),
         Reply(body="<p>page 3</p>"),
     )
-    finish(workers(redis_server.url, servers, tmp_path), tmp_path)
+    # A download three times as long as the lease: its worker renews its hold.
+    lease = 0.75
+    first_time(server3, "/p5", Reply(body="<p>slow</p>", delay=3 * lease), Reply(body="<p>5</p>"))
+    extra = ("-s", f"TRAVERSE_LEASE_TIMEOUT={lease}")
+    finish(workers(redis_server.url, servers, tmp_path, *extra), tmp_path)
     for s in servers:
         assert s.count("/robots.txt") == 1, s.paths()
         assert {h.path for h in pages(s)} == {"/", *(f"/p{n}" for n in range(1, PAGES))}
@@ -124,7 +134,9 @@ def test_three_workers_share_one_ledger_per_origin_and_one_robots_txt(
 
 
 def test_an_origin_held_by_a_killed_worker_comes_back_after_its_lease(
-    redis_server, server, tmp_path
+    redis_server,
+    server,
+    tmp_path,  # noqa: F811
 ):
     lease = 2.0
     site(server)

@@ -20,8 +20,10 @@ about the time, but they all talk to one Redis. A worker only ever turns a
 duration that Redis gave it into a local sleep.
 
 A worker that dies holding an origin (SIGKILL, a lost machine) never releases
-it: its hold expires ``TRAVERSE_LEASE_TIMEOUT`` seconds after it was taken, and
-its request counts as ended then, so the delay still runs from that moment.
+it: its hold expires ``TRAVERSE_LEASE_TIMEOUT`` seconds after it was taken (or
+last renewed: a live worker renews a long download's hold every third of the
+lease), and its request counts as ended then, so the delay still runs from that
+moment.
 
 A worker's own writes to one origin (the release after a download, a retry's
 hold-off) are sent in order and are in Redis before that worker asks for the
@@ -106,6 +108,17 @@ return 1
 """
 )
 
+# KEYS[1] ledger; ARGV token, lease (µs). A long download keeps its hold.
+RENEW = (
+    REDIS_NOW
+    + """
+if redis.call('HGET', KEYS[1], 'holder') == ARGV[1] then
+  redis.call('HSET', KEYS[1], 'lease', string.format('%.0f', now + tonumber(ARGV[2])))
+end
+return 1
+"""
+)
+
 # KEYS[1] ledger; ARGV seconds to hold off (µs). No request starts before then.
 HOLD_OFF = (
     REDIS_NOW
@@ -157,6 +170,8 @@ class Ledger:
         self._acquire = conn.register_script(ACQUIRE)
         self._release = conn.register_script(RELEASE)
         self._hold_off = conn.register_script(HOLD_OFF)
+        self._renew = conn.register_script(RENEW)
+        self.lease_timeout = lease_timeout
         self._pending: dict[str, asyncio.Future[Any]] = {}
 
     def token(self) -> str:
@@ -173,6 +188,11 @@ class Ledger:
     def release(self, origin: str, token: str) -> None:
         """The request sent under ``token`` ended (sent in order, not awaited)."""
         self._then(origin, lambda: self._release(keys=[self.key(origin)], args=[token]))
+
+    def renew(self, origin: str, token: str) -> None:
+        """The request sent under ``token`` is still downloading (not awaited)."""
+        args: list[str | int] = [token, self.lease]
+        self._then(origin, lambda: self._renew(keys=[self.key(origin)], args=args))
 
     def hold_off(self, origin: str, seconds: float) -> None:
         """No worker sends to ``origin`` for ``seconds`` from now (not awaited)."""

@@ -89,6 +89,7 @@ class LedgerSlot(PoliteSlot):
         self.dispatched = 0
         self.holding: str | None = None  # our token while we hold the origin
         self.asking: asyncio.Task[None] | None = None
+        self.renewing: asyncio.TimerHandle | None = None
 
     def download_delay(self) -> float:
         if self.cleared:
@@ -143,6 +144,7 @@ class LedgerSlot(PoliteSlot):
             self.latercall = None
         if self.delay:
             self.holding = token
+            self._renew_later()
         self.cleared = True
         self.dispatched = 0
         try:
@@ -163,8 +165,20 @@ class LedgerSlot(PoliteSlot):
             self.latercall.cancel()
             self.latercall = None
 
+    def _renew_later(self) -> None:
+        loop = asyncio.get_event_loop()
+        self.renewing = loop.call_later(self.ledger.lease_timeout / 3, self._renew)
+
+    def _renew(self) -> None:
+        if self.holding is not None:
+            self.ledger.renew(self.origin, self.holding)
+            self._renew_later()
+
     def _release(self) -> None:
         token, self.holding = self.holding, None
+        if self.renewing is not None:
+            self.renewing.cancel()
+            self.renewing = None
         if token is not None:
             self.ledger.release(self.origin, token)
 
