@@ -213,3 +213,23 @@ async def test_the_robots_warning_goes_to_one_page_of_the_crawl(redis_server):  
     async with clients(redis_server.url, 3) as conns:
         claims = await asyncio.gather(*(robots_share(c).claim_warning(ORIGIN) for c in conns))
     assert sorted(claims) == [False, False, True]
+
+
+@on_asyncio
+async def test_a_slow_robots_txt_fetch_keeps_its_claim(redis_server):  # noqa: F811
+    lease = 0.5
+    fetched: list[int] = []
+
+    async with clients(redis_server.url, 2) as conns:
+
+        async def worker(n: int, conn: redis.asyncio.Redis) -> tuple[RobotsFetch, bool]:
+            async def fetch() -> RobotsFetch:
+                fetched.append(n)
+                await asyncio.sleep(3 * lease)  # the fetching worker is alive, only slow
+                return RobotsFetch(status=404)
+
+            return await robots_share(conn, lease).load(ORIGIN, fetch)
+
+        results = await asyncio.gather(*(worker(n, c) for n, c in enumerate(conns)))
+    assert len(fetched) == 1
+    assert [copy for copy, _ in results] == [RobotsFetch(status=404)] * 2

@@ -102,12 +102,12 @@ def assert_polite(server: Server) -> None:
 
 
 def test_three_workers_share_one_ledger_per_origin_and_one_robots_txt(
-    redis_server,
-    server,
-    server2,
-    server3,
-    tmp_path,  # noqa: F811
-):
+    redis_server: RedisServer,  # noqa: F811
+    server: Server,
+    server2: Server,
+    server3: Server,
+    tmp_path: Path,
+) -> None:
     servers = [server, server2, server3]
     for s in servers:
         site(s)
@@ -118,9 +118,9 @@ def test_three_workers_share_one_ledger_per_origin_and_one_robots_txt(
         Reply(429, "busy", headers={"Retry-After": "1"}, content_type="text/plain"),
         Reply(body="<p>page 3</p>"),
     )
-    # A download three times as long as the lease: its worker renews its hold.
-    lease = 0.75
-    first_time(server3, "/p5", Reply(body="<p>slow</p>", delay=3 * lease), Reply(body="<p>5</p>"))
+    # A download twice as long as the lease: its worker renews its hold.
+    lease = 1.2
+    first_time(server3, "/p5", Reply(body="<p>slow</p>", delay=2 * lease), Reply(body="<p>5</p>"))
     extra = ("-s", f"TRAVERSE_LEASE_TIMEOUT={lease}")
     finish(workers(redis_server.url, servers, tmp_path, *extra), tmp_path)
     for s in servers:
@@ -134,10 +134,10 @@ def test_three_workers_share_one_ledger_per_origin_and_one_robots_txt(
 
 
 def test_an_origin_held_by_a_killed_worker_comes_back_after_its_lease(
-    redis_server,
-    server,
-    tmp_path,  # noqa: F811
-):
+    redis_server: RedisServer,  # noqa: F811
+    server: Server,
+    tmp_path: Path,
+) -> None:
     lease = 2.0
     site(server)
     # The first request of /p1 is slow: its worker is killed while it holds the origin.

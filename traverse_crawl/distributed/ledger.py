@@ -108,11 +108,12 @@ return 1
 """
 )
 
-# KEYS[1] ledger; ARGV token, lease (µs). A long download keeps its hold.
+# KEYS[1] ledger (or robots hash); ARGV token, lease (µs), the field that names
+# the holder. A long download (or robots.txt fetch) keeps its hold.
 RENEW = (
     REDIS_NOW
     + """
-if redis.call('HGET', KEYS[1], 'holder') == ARGV[1] then
+if redis.call('HGET', KEYS[1], ARGV[3]) == ARGV[1] then
   redis.call('HSET', KEYS[1], 'lease', string.format('%.0f', now + tonumber(ARGV[2])))
 end
 return 1
@@ -191,7 +192,7 @@ class Ledger:
 
     def renew(self, origin: str, token: str) -> None:
         """The request sent under ``token`` is still downloading (not awaited)."""
-        args: list[str | int] = [token, self.lease]
+        args: list[str | int] = [token, self.lease, "holder"]
         self._then(origin, lambda: self._renew(keys=[self.key(origin)], args=args))
 
     def hold_off(self, origin: str, seconds: float) -> None:

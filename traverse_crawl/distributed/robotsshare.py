@@ -2,10 +2,11 @@
 
 One hash per origin, ``traverse:<crawl id>:robots:<origin>``: the first worker
 that needs the origin's rules claims the fetch (``state`` = ``loading``, with a
-lease of ``TRAVERSE_LEASE_TIMEOUT``), fetches robots.txt and stores what came
-back (``fetch``: status, body, error kind, as JSON); every other worker waits
-for that copy and parses it itself, so all apply the same rules. A worker that
-dies while fetching lets its claim expire, and the next one to ask fetches.
+lease of ``TRAVERSE_LEASE_TIMEOUT``, renewed while it fetches), fetches
+robots.txt and stores what came back (``fetch``: status, body, error kind, as
+JSON); every other worker waits for that copy and parses it itself, so all
+apply the same rules. A worker that dies while fetching lets its claim expire,
+and the next one to ask fetches.
 
 Why Lua in Redis: "nobody has it, so I fetch it" must be one atomic step across
 machines, or two workers would both fetch. ``warned``: the fail-open / rfc9309
@@ -21,7 +22,14 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from traverse_crawl.core.robots import RobotsFetch
-from traverse_crawl.distributed.ledger import REDIS_NOW, Call, direct, micros, worker_name
+from traverse_crawl.distributed.ledger import (
+    REDIS_NOW,
+    RENEW,
+    Call,
+    direct,
+    micros,
+    worker_name,
+)
 
 if TYPE_CHECKING:
     import redis.asyncio
@@ -95,6 +103,7 @@ class SharedRobots:
         self._claim = conn.register_script(CLAIM)
         self._store = conn.register_script(STORE)
         self._unclaim = conn.register_script(UNCLAIM)
+        self._renew_claim = conn.register_script(RENEW)
 
     async def load(
         self, origin: str, fetch: Callable[[], Awaitable[RobotsFetch]]
@@ -113,13 +122,22 @@ class SharedRobots:
             # Another worker is fetching: look again soon, or when its claim expires.
             await asyncio.sleep(min(poll, int(value) / 1_000_000 + 0.001))
             poll = min(poll * 2, _POLL_MAX)
+        renewing = asyncio.ensure_future(self._renew(key, token))
         try:
             fetched = await fetch()
         except BaseException:
             await asyncio.shield(self._run(self._unclaim, key, token))
             raise
+        finally:
+            renewing.cancel()
         stored = await self._run(self._store, key, encode(fetched))
         return decode(stored), True
+
+    async def _renew(self, key: str, token: str) -> None:
+        """Keep the claim while the fetch runs (a slow robots.txt is not a dead worker)."""
+        while True:
+            await asyncio.sleep(self.lease / 3_000_000)
+            await self._run(self._renew_claim, key, token, self.lease, "token")
 
     async def claim_warning(self, origin: str) -> bool:
         """Whether this worker's page is the first of the crawl to get the
