@@ -119,14 +119,23 @@ async def test_a_dead_holders_origin_comes_back_when_its_lease_expires(redis_ser
         assert taken_at >= expiry + delay
 
 
+async def got_429(book: Ledger, delay: float, backoff: float) -> float:
+    """One request answered 429: its end, then its worker's hold-off of ``backoff``.
+    Returns the end (Redis time)."""
+    token, _ = await take(book, delay)
+    book.release(ORIGIN, token)
+    await book.settled(ORIGIN)
+    ended = await now(book.conn)
+    book.hold_off(ORIGIN, backoff)
+    await book.settled(ORIGIN)
+    return ended
+
+
 @on_asyncio
 async def test_a_hold_off_holds_back_every_worker(redis_server):  # noqa: F811
     async with clients(redis_server.url, 2) as (a, b):
-        got_429, other = ledger(a), ledger(b)
-        token, _ = await take(got_429, 0.05)
-        got_429.release(ORIGIN, token)
-        got_429.hold_off(ORIGIN, 0.4)  # Retry-After: the worker that got the 429
-        await got_429.settled(ORIGIN)
+        other = ledger(b)
+        await got_429(ledger(a), 0.05, 0.4)  # Retry-After: 0.4
         not_before = int(await a.hget(f"{PREFIX}ledger:{ORIGIN}", "nb")) / 1e6
         for delay in (0.0, 0.05):  # with and without a minimum delay
             token, _ = await take(other, delay)
@@ -139,10 +148,7 @@ async def test_a_retry_waits_its_backoff_not_the_delay(redis_server):  # noqa: F
     delay = 2.0
     async with clients(redis_server.url, 2) as (a, b):
         retrying, other = ledger(a), ledger(b)
-        token, _ = await take(retrying, delay)
-        retrying.release(ORIGIN, token)
-        ended = await now(a)
-        retrying.hold_off(ORIGIN, 0.1)
+        ended = await got_429(retrying, delay, 0.1)
         await take(retrying, delay, retry=True)
         assert 0.1 <= await now(a) - ended < delay
         # Everyone else still waits the delay from the end of the retry.
@@ -154,10 +160,7 @@ async def test_a_retry_after_another_workers_request_waits_the_delay(redis_serve
     delay = 0.3
     async with clients(redis_server.url, 2) as (a, b):
         retrying, other = ledger(a), ledger(b)
-        token, _ = await take(retrying, delay)
-        retrying.release(ORIGIN, token)
-        retrying.hold_off(ORIGIN, 0.05)
-        await retrying.settled(ORIGIN)
+        await got_429(retrying, delay, 0.05)
         token, _ = await take(other, 0.0)  # another worker's request, after the backoff
         other.release(ORIGIN, token)
         await other.settled(ORIGIN)
@@ -196,7 +199,7 @@ async def test_robots_txt_of_a_worker_that_died_fetching_is_fetched_again(redis_
     lease = 0.5
     async with clients(redis_server.url, 2) as (a, b):
         dead = robots_share(a, lease)
-        state, _ = await dead._run(dead._claim, f"{PREFIX}robots:{ORIGIN}", "dead", dead.lease)
+        state, _ = await dead.run("claim", ORIGIN, dead.token(), dead.lease)
         assert state == "claimed"  # and then the worker died
 
         async def fetch() -> RobotsFetch:

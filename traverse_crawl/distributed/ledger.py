@@ -40,7 +40,7 @@ import os
 import socket
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 if TYPE_CHECKING:
     import redis.asyncio
@@ -153,8 +153,11 @@ async def direct(fn: Callable[[], Awaitable[Any]]) -> Any:
     return await fn()
 
 
-class Ledger:
-    """The politeness ledger of one crawl, as seen from one worker."""
+class OriginState:
+    """Per-origin hashes of one crawl in Redis, as seen from one worker: the
+    scripts that change them, run through ``call`` (retries while Redis is away)."""
+
+    SCRIPTS: ClassVar[dict[str, str]] = {}
 
     def __init__(
         self,
@@ -163,42 +166,58 @@ class Ledger:
         lease_timeout: float,
         call: Call = direct,
     ) -> None:
-        self.key = key  # origin → its ledger key
+        self.conn = conn
+        self.key = key  # origin → its hash
+        self.lease_timeout = lease_timeout
         self.lease = micros(lease_timeout)
-        self.call = call  # wraps each Redis call (retries while Redis is unreachable)
+        self.call = call
         self.name = worker_name()
         self._tokens = itertools.count(1)
-        self._acquire = conn.register_script(ACQUIRE)
-        self._release = conn.register_script(RELEASE)
-        self._hold_off = conn.register_script(HOLD_OFF)
-        self._renew = conn.register_script(RENEW)
-        self.lease_timeout = lease_timeout
-        self._pending: dict[str, asyncio.Future[Any]] = {}
+        self.scripts = {name: conn.register_script(lua) for name, lua in self.SCRIPTS.items()}
 
     def token(self) -> str:
+        """A token no other holder has: this worker's name and a counter."""
         return f"{self.name}:{next(self._tokens)}"
+
+    def script(self, name: str, origin: str, *args: str | int) -> Callable[[], Awaitable[Any]]:
+        """A call of the script ``name`` on ``origin``'s hash, to await (through ``call``)."""
+        return lambda: self.scripts[name](keys=[self.key(origin)], args=list(args))
+
+    async def run(self, name: str, origin: str, *args: str | int) -> Any:
+        return await self.call(self.script(name, origin, *args))
+
+
+class Ledger(OriginState):
+    """The politeness ledger of one crawl, as seen from one worker."""
+
+    SCRIPTS: ClassVar[dict[str, str]] = {
+        "acquire": ACQUIRE,
+        "release": RELEASE,
+        "hold_off": HOLD_OFF,
+        "renew": RENEW,
+    }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._pending: dict[str, asyncio.Future[Any]] = {}
 
     async def acquire(self, origin: str, token: str, delay: float, retry: bool) -> Grant:
         """Take the origin for one request if the ledger allows it now."""
-        args: list[str | int] = [token, micros(delay), self.lease, "1" if retry else "0"]
-        granted, wait, expired = await self.call(
-            lambda: self._acquire(keys=[self.key(origin)], args=args)
-        )
+        args = (token, micros(delay), self.lease, "1" if retry else "0")
+        granted, wait, expired = await self.run("acquire", origin, *args)
         return Grant(bool(int(granted)), int(wait) / 1_000_000, bool(int(expired)))
 
     def release(self, origin: str, token: str) -> None:
         """The request sent under ``token`` ended (sent in order, not awaited)."""
-        self._then(origin, lambda: self._release(keys=[self.key(origin)], args=[token]))
+        self._then(origin, self.script("release", origin, token))
 
     def renew(self, origin: str, token: str) -> None:
         """The request sent under ``token`` is still downloading (not awaited)."""
-        args: list[str | int] = [token, self.lease, "holder"]
-        self._then(origin, lambda: self._renew(keys=[self.key(origin)], args=args))
+        self._then(origin, self.script("renew", origin, token, self.lease, "holder"))
 
     def hold_off(self, origin: str, seconds: float) -> None:
         """No worker sends to ``origin`` for ``seconds`` from now (not awaited)."""
-        span = micros(seconds)
-        self._then(origin, lambda: self._hold_off(keys=[self.key(origin)], args=[span]))
+        self._then(origin, self.script("hold_off", origin, micros(seconds)))
 
     async def settled(self, origin: str) -> None:
         """Until this worker's earlier writes for ``origin`` are in Redis."""

@@ -19,20 +19,17 @@ import asyncio
 import base64
 import json
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, ClassVar
 
 from traverse_crawl.core.robots import RobotsFetch
 from traverse_crawl.distributed.ledger import (
     REDIS_NOW,
     RENEW,
-    Call,
-    direct,
-    micros,
-    worker_name,
+    OriginState,
 )
 
 if TYPE_CHECKING:
-    import redis.asyncio
+    pass
 
 # KEYS[1] robots hash; ARGV token, lease (µs). Returns {"done", fetch JSON},
 # {"wait", µs until the fetcher's claim expires} or {"claimed", ""}.
@@ -85,36 +82,25 @@ def decode(text: str) -> RobotsFetch:
     )
 
 
-class SharedRobots:
+class SharedRobots(OriginState):
     """The crawl's robots.txt copies, as seen from one worker."""
 
-    def __init__(
-        self,
-        conn: redis.asyncio.Redis,
-        key: Callable[[str], str],
-        lease_timeout: float,
-        call: Call = direct,
-    ) -> None:
-        self.conn = conn
-        self.key = key  # origin → its robots key
-        self.lease = micros(lease_timeout)
-        self.call = call
-        self.name = worker_name()
-        self._claim = conn.register_script(CLAIM)
-        self._store = conn.register_script(STORE)
-        self._unclaim = conn.register_script(UNCLAIM)
-        self._renew_claim = conn.register_script(RENEW)
+    SCRIPTS: ClassVar[dict[str, str]] = {
+        "claim": CLAIM,
+        "store": STORE,
+        "unclaim": UNCLAIM,
+        "renew": RENEW,
+    }
 
     async def load(
         self, origin: str, fetch: Callable[[], Awaitable[RobotsFetch]]
     ) -> tuple[RobotsFetch, bool]:
         """The origin's robots.txt: ``(copy, True)`` when this worker fetched it
         (by awaiting ``fetch()``), ``(copy, False)`` when another one had."""
-        key = self.key(origin)
-        token = f"{self.name}:{origin}"
+        token = self.token()
         poll = _POLL_FIRST
         while True:
-            state, value = await self._run(self._claim, key, token, self.lease)
+            state, value = await self.run("claim", origin, token, self.lease)
             if state == "done":
                 return decode(value), False
             if state == "claimed":
@@ -122,28 +108,25 @@ class SharedRobots:
             # Another worker is fetching: look again soon, or when its claim expires.
             await asyncio.sleep(min(poll, int(value) / 1_000_000 + 0.001))
             poll = min(poll * 2, _POLL_MAX)
-        renewing = asyncio.ensure_future(self._renew(key, token))
+        renewing = asyncio.ensure_future(self._renew(origin, token))
         try:
             fetched = await fetch()
         except BaseException:
-            await asyncio.shield(self._run(self._unclaim, key, token))
+            await asyncio.shield(self.run("unclaim", origin, token))
             raise
         finally:
             renewing.cancel()
-        stored = await self._run(self._store, key, encode(fetched))
+        stored = await self.run("store", origin, encode(fetched))
         return decode(stored), True
 
-    async def _renew(self, key: str, token: str) -> None:
+    async def _renew(self, origin: str, token: str) -> None:
         """Keep the claim while the fetch runs (a slow robots.txt is not a dead worker)."""
         while True:
-            await asyncio.sleep(self.lease / 3_000_000)
-            await self._run(self._renew_claim, key, token, self.lease, "token")
+            await asyncio.sleep(self.lease_timeout / 3)
+            await self.run("renew", origin, token, self.lease, "token")
 
     async def claim_warning(self, origin: str) -> bool:
         """Whether this worker's page is the first of the crawl to get the
         origin's robots warning (exactly one page does)."""
         key = self.key(origin)
         return bool(await self.call(lambda: self.conn.hsetnx(key, "warned", "1")))
-
-    async def _run(self, script: Any, key: str, *args: Any) -> Any:
-        return await self.call(lambda: script(keys=[key], args=list(args)))
