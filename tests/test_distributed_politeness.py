@@ -23,7 +23,11 @@ from tests.cli import REPO, crawl_args, scrapy_env
 from tests.redisserver import RedisServer, redis_server  # noqa: F401  (fixture)
 from tests.server import Handler, Hit, Reply, Server, serve
 
-DELAY = 0.1
+DELAY = 0.2
+# The server stamps a request's end when its handler thread has written the
+# response, which on a loaded machine can come a little after the worker has
+# it: gaps are asserted at 90% of the delay, as in the single-process tests.
+SLACK = 0.1
 PAGES = 8
 CRAWL_ID = "polite"
 
@@ -96,8 +100,7 @@ def assert_polite(server: Server) -> None:
     """One request at a time, and at least DELAY from each end to the next start."""
     hits = pages(server)
     gaps = [(b.start - a.end, a.path, b.path) for a, b in itertools.pairwise(hits)]
-    # 2 ms: the servers' monotonic clock against Redis's wall clock (NTP slew).
-    too_short = [gap for gap in gaps if gap[0] < DELAY - 0.002]
+    too_short = [gap for gap in gaps if gap[0] < DELAY * (1 - SLACK)]
     assert not too_short, f"{server.origin}: end-to-start gaps under {DELAY} s: {too_short}"
 
 
@@ -130,7 +133,7 @@ def test_three_workers_share_one_ledger_per_origin_and_one_robots_txt(
     busy = next(h for h in pages(server2) if h.path == "/p3")
     later = [h for h in pages(server2) if h.start > busy.start]
     assert later
-    assert min(h.start for h in later) >= busy.end + 1.0 - 0.002
+    assert min(h.start for h in later) >= busy.end + 1.0 * (1 - SLACK)
 
 
 def test_an_origin_held_by_a_killed_worker_comes_back_after_its_lease(
@@ -166,4 +169,4 @@ def test_an_origin_held_by_a_killed_worker_comes_back_after_its_lease(
     slow = next(h for h in pages(server) if h.path == "/p1")
     after = [h for h in pages(server) if h.start > slow.start]
     assert after, "the other workers never came back to the origin"
-    assert after[0].start >= expires + DELAY - 0.002
+    assert after[0].start >= expires + DELAY * (1 - SLACK)
