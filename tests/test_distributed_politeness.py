@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -90,6 +91,15 @@ def finish(procs: list[subprocess.Popen[str]], tmp_path: Path, timeout: float = 
                 proc.wait()
 
 
+def stat(tmp_path: Path, key: str, n: int = 3) -> int:
+    """``key`` summed over the workers' final stats dumps (their logs)."""
+    found = 0
+    for i in range(n):
+        log = (tmp_path / f"worker{i}.log").read_text(encoding="utf-8")
+        found += sum(int(v) for v in re.findall(rf"'{re.escape(key)}': (\d+)", log))
+    return found
+
+
 def pages(server: Server) -> list[Hit]:
     """The page requests the server saw (robots.txt aside), in order of arrival."""
     with server.lock:
@@ -130,6 +140,9 @@ def test_three_workers_share_one_ledger_per_origin_and_one_robots_txt(
         assert s.count("/robots.txt") == 1, s.paths()
         assert {h.path for h in pages(s)} == {"/", *(f"/p{n}" for n in range(1, PAGES))}
         assert_polite(s)
+    # Every page request was cleared by the ledger; robots.txt fetched once per origin.
+    assert stat(tmp_path, "ledger/acquired") == sum(len(pages(s)) for s in servers)
+    assert stat(tmp_path, "robots/fetched") == 3
     busy = next(h for h in pages(server2) if h.path == "/p3")
     later = [h for h in pages(server2) if h.start > busy.start]
     assert later
