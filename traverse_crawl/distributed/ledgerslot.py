@@ -19,6 +19,12 @@ Only the head of each origin's queue waits, so the other requests of the origin
 stay in the slot's queue where Scrapy's downloader-aware priority queue sees
 them, and other origins' requests go on. A retry at the head asks as a retry:
 it waits the backoff its worker wrote into the ledger, not the delay (SPEC §6).
+
+When Redis stays unreachable (the client's retries, ``TRAVERSE_REDIS_RETRY``,
+gave up), the slot's queued requests fail as never sent (``CrawlStopped``,
+counted in ``ledger/unsent``): the pages stay in the crawl, nothing is sent
+without the ledger, and the worker's stop is not held up by requests that
+could never go.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from scrapy import Request
 
 from traverse_crawl.core.attempt import NOT_BEFORE
 from traverse_crawl.politeslot import PoliteSlot, _EndStamps, _RetriesFirst
+from traverse_crawl.shutdown import CrawlStopped
 from traverse_crawl.stats import Stats, inc
 
 if TYPE_CHECKING:
@@ -43,7 +50,6 @@ logger = logging.getLogger(__name__)
 
 _PARK = 3600.0  # seconds: the downloader's later-call while the ledger decides
 _EPSILON = 1e-6
-_RETRY_ERROR = 1.0  # seconds before asking again after an unexpected error
 
 
 class _LedgerQueue(_RetriesFirst):
@@ -118,11 +124,11 @@ class LedgerSlot(PoliteSlot):
                     grant = await self.ledger.acquire(self.origin, token, self.delay, retry)
                 except asyncio.CancelledError:
                     raise
-                except Exception as exc:  # an I/O edge: log, count, ask again
+                except Exception as exc:  # the I/O edge: Redis stayed unreachable
                     logger.error("politeness ledger for %s unreachable: %s", self.origin, exc)
                     inc(self.stats, "ledger/errors")
-                    await asyncio.sleep(_RETRY_ERROR)
-                    continue
+                    self._take_back(f"the politeness ledger in Redis is unreachable ({exc})")
+                    return
                 if grant.expired:
                     inc(self.stats, "ledger/lease_expired")
                     logger.info("took over %s from a worker whose lease expired", self.origin)
@@ -137,6 +143,14 @@ class LedgerSlot(PoliteSlot):
         finally:
             if self.asking is asyncio.current_task():
                 self.asking = None
+
+    def _take_back(self, reason: str) -> None:
+        """Fail the queued requests as never sent (``CrawlStopped``): the pages stay
+        in the crawl for a later attempt; without the ledger nothing may be sent."""
+        while self.queue:
+            request, deferred = self.queue.popleft()
+            deferred.errback(CrawlStopped(f"{request.url} not sent: {reason}"))
+            inc(self.stats, "ledger/unsent")
 
     def _dispatch(self, token: str) -> None:
         if self.latercall is not None:

@@ -21,7 +21,7 @@ across all workers, on Redis's clock.
 Meta keys: ``download_slot`` (Scrapy's), ``traverse_backoff`` (seconds),
 ``traverse_not_before`` (set here from it), ``traverse_origin_delay``.
 Stats: ``politeness/origins``; distributed: ``ledger/acquired``, ``ledger/waited``,
-``ledger/lease_expired``, ``ledger/errors``.
+``ledger/lease_expired``, ``ledger/errors``, ``ledger/unsent``.
 """
 
 from __future__ import annotations

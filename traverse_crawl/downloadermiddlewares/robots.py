@@ -36,7 +36,8 @@ the origin's delay from it).
 Distributed crawls (``REDIS_URL``): robots.txt is fetched once per origin for the
 whole crawl, by the first worker that needs it; the others wait for that copy in
 Redis and parse it themselves (``distributed/robotsshare.py``), and the
-fail-open / rfc9309 warning goes to one page of the crawl.
+fail-open / rfc9309 warning goes to one page of the crawl. Redis unreachable
+for longer than ``TRAVERSE_REDIS_RETRY``: the page is not sent (``CrawlStopped``).
 
 Stats: ``robots/fetched`` (robots.txt requests made), ``robots/shared``
 (origins whose robots.txt another worker fetched), ``robots/denied``,
@@ -61,6 +62,7 @@ from traverse_crawl.core.config import get_config
 from traverse_crawl.core.errors import FetchError
 from traverse_crawl.distributed.shared import shared_politeness
 from traverse_crawl.exceptions import PageFailed, fetch_error_from_failure
+from traverse_crawl.shutdown import CrawlStopped
 from traverse_crawl.stats import inc
 from traverse_crawl.wire import WhatwgRequest
 
@@ -116,7 +118,7 @@ class RobotsMiddleware:
         if "traverse_sitemap" not in meta and origin in self.unclaimed:
             warning = self.unclaimed.pop(origin)
             # Distributed: one page of the whole crawl gets it, as in one process.
-            if self.shared is None or await self.shared.claim_warning(origin):
+            if self.shared is None or await self._claim_warning(origin, warning):
                 meta.setdefault("traverse_warnings", []).append(warning)
         if not rules.allows(robots.path_and_query(request.url)):
             inc(self.crawler.stats, "robots/denied")
@@ -132,6 +134,14 @@ class RobotsMiddleware:
             # Crawl-delay must not slow this one.
             meta.pop(ORIGIN_DELAY, None)
         return None
+
+    async def _claim_warning(self, origin: str, warning: str) -> bool:
+        assert self.shared is not None
+        try:
+            return await self.shared.claim_warning(origin)
+        except Exception as exc:  # the I/O edge: Redis stayed unreachable
+            self.unclaimed[origin] = warning  # the next page of the origin tries again
+            raise CrawlStopped(f"robots warning of {origin} not claimed: {exc}") from None
 
     async def _robots_txt(self, origin: str, request: Request) -> Response:
         """The origin's robots.txt as loaded, for the sitemap discovery."""
@@ -161,7 +171,10 @@ class RobotsMiddleware:
             fetch = await self._fetch(origin)
         else:
             # A distributed crawl: one worker fetches, every worker uses its copy.
-            fetch, fetched_here = await self.shared.load(origin, lambda: self._fetch(origin))
+            try:
+                fetch, fetched_here = await self.shared.load(origin, lambda: self._fetch(origin))
+            except Exception as exc:  # the I/O edge: Redis stayed unreachable
+                raise CrawlStopped(f"robots.txt of {origin} not shared: {exc}") from None
             if not fetched_here:
                 inc(self.crawler.stats, "robots/shared")
         self.fetches[origin] = fetch
