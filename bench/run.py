@@ -11,6 +11,7 @@
     .venv/bin/python bench/run.py origins      # issue 17: hundreds of origins at MIN_DELAY=1
     .venv/bin/python bench/run.py distributed  # issue 13: Redis workers (bench/distributed.py)
     .venv/bin/python bench/run.py latency      # issue 17: 50 ms per response, against the bound
+    .venv/bin/python bench/run.py scale        # issue 17: RSS and pages/s at 2,000-100,000 pages
 
 Run from the repository root with the project's venv. Every crawl is a real
 ``scrapy`` process (``scrapy crawl traverse`` with
@@ -77,7 +78,7 @@ TARGET_MEMORY_RATIO = 1.2  # traverse peak RSS <= 1.2x the plain spider's (issue
 TARGET_POLITENESS_RATIO = 1.2  # 100 pages at 0.05 s: <= 1.2x the 5 s of delays (issue 3)
 TARGET_REPLAY_RATIO = 2.5  # replay pages/s >= 2.5x live pages/s (issue 17; issue 4 asked 3x)
 TARGET_WARC_RATIO = 0.85  # capture with WARC pages/s >= 0.85x capture without (issue 14)
-MODULES = ["dns", "origins", "latency"]  # scenarios in bench/<name>.py (issue 17)
+MODULES = ["dns", "origins", "latency", "scale"]  # scenarios in bench/<name>.py (issue 17)
 
 
 def python() -> str:
@@ -917,10 +918,13 @@ def main(argv: list[str] | None = None) -> int:
         description="traverse_crawl benchmarks",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    from bench.scale import add_arguments  # issue 17: bench/scale.py
+
     parser.add_argument(
         "what",
         choices=["crawl", "politeness", "replay", "all", "profile", "warc", "capture", *MODULES],
     )
+    add_arguments(parser)
     parser.add_argument("--runs", type=int, default=3, help="measured runs per configuration")
     parser.add_argument("--warmup", type=int, default=1, help="unmeasured runs first")
     parser.add_argument("--pages", type=int, default=DEFAULT_PAGES)

@@ -276,7 +276,9 @@ class Nginx:
         # As root, nginx's workers would drop to "nobody", who may not read a
         # 0700 temp dir: keep them as the invoking user.
         user = "user root root;\n" if os.geteuid() == 0 else ""
+        # worker_rlimit_nofile: the scale bench serves 100,000 files (issue 17).
         return f"""{user}worker_processes 1;
+worker_rlimit_nofile 65536;
 daemon off;
 pid {t}/nginx.pid;
 error_log {t}/error.log warn;

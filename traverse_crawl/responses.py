@@ -1,4 +1,5 @@
-"""A page's final Scrapy response → its snapshot, or a typed ``http-error`` (SPEC §13.4).
+"""A page's final Scrapy response → its snapshot, or a typed ``http-error`` (SPEC §13.4);
+a page's ``fetch`` object (CONTRACT §3).
 
 Moved out of the spider, which keeps the BFS, so both stay readable.
 """
@@ -52,3 +53,18 @@ def _header(response: Response, name: bytes) -> str | None:
     if not value:
         return None
     return value.decode("latin-1")
+
+
+def fetch_record(meta: dict[str, Any], result: dict[str, Any] | FetchError) -> dict[str, Any]:
+    """The page's ``fetch`` object (CONTRACT §3): its snapshot or its error, then
+    the warnings and the render escalation when there are any."""
+    fetch: dict[str, Any] = (
+        {"error": result.to_dict()}
+        if isinstance(result, FetchError)
+        else {"snapshot": snap.manifest_view(result)}
+    )
+    if meta.get("traverse_warnings"):
+        fetch["warnings"] = list(meta["traverse_warnings"])
+    if "traverse_render_escalation" in meta:
+        fetch["renderEscalation"] = meta["traverse_render_escalation"]
+    return fetch

@@ -15,7 +15,10 @@ Sitemap URLs (CONTRACT §9) enter right after the seed's links, so after
 ``add_sitemap_urls()``; the seed's links, whose positions are known, are
 admitted at once. Whichever comes back first, the queue is the same.
 
-Memory (issue 10): URLs past the admissible queue are kept as 64-bit hashes (``overflow``).
+Memory (issues 10, 17): URLs past the admissible queue are kept as 64-bit hashes
+(``overflow``); committed pages go to a ``PageLog`` (``core/pagelog.py``: in memory by
+default, spooled to a file by the spider) and the manifest is written from it by
+streaming (``write_manifest``); a URL's parent is forgotten once its page is committed.
 
 Persistence (``JOBDIR``) keeps the outcomes, not this object: replaying them
 through ``record`` rebuilds the same state whatever order they were kept in
@@ -26,11 +29,14 @@ from pages below ``max_depth``.
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 from traverse_crawl.core import urls
 from traverse_crawl.core.errors import FetchError
+from traverse_crawl.core.pagelog import PageList, PageLog, dump_manifest, end_warning
 
 
 @dataclass(frozen=True)
@@ -64,6 +70,7 @@ class Frontier:
         max_pages: int,
         max_depth: int,
         mode: str,
+        pages: PageLog | None = None,
     ) -> None:
         self.seed_id = seed_id
         self.seed_url = seed_url  # verbatim input (SPEC §13.1 step 6)
@@ -77,13 +84,14 @@ class Frontier:
         self.queue: list[tuple[str, int]] = [(self.seed_frontier_url, 0)]
         self.seen: set[str] = {self.seed_frontier_url}
         # URL -> the URL of the page whose links first queued it: the BFS tree that
-        # ``scrapy report`` draws (the optional ``discoveredFrom`` of CONTRACT §3).
+        # ``scrapy report`` draws (the optional ``discoveredFrom`` of CONTRACT §3),
+        # until the URL's page is committed.
         self.discovered_from: dict[str, str] = {}
         self.overflow: set[int] = set()  # hashes of distinct URLs past the admissible queue
         self.admitted = 0
         self.pending: dict[int, Outcome] = {}
-        self.pages: list[dict[str, Any]] = []
-        self.page_notes: list[list[str]] = []  # crawl-level warnings of each page
+        self.pages: PageLog = PageList() if pages is None else pages
+        self.errors = 0  # committed pages whose fetch is an error (progress figures)
         self.store_warnings: dict[int, str] = {}
         self.stop_reason: str | None = None
         # Sitemaps: None = not read for this seed; else the result, once in.
@@ -113,7 +121,7 @@ class Frontier:
         True again for a restored frontier still waiting (the walk starts over)."""
         if self.sitemaps_expected:
             return self.sitemap_urls is None
-        if self.max_depth < 1 or self.max_pages < 1 or not self.seed_is_valid or self.pages:
+        if self.max_depth < 1 or self.max_pages < 1 or not self.seed_is_valid or len(self.pages):
             return False
         self.sitemaps_expected = True
         return True
@@ -129,7 +137,7 @@ class Frontier:
             return [], []
         self.sitemap_urls = list(sitemap_urls)
         self.sitemap_warnings = list(warnings)
-        if self.pages:  # the seed is in: its links are queued, the sitemap URLs follow
+        if len(self.pages):  # the seed is in: its links are queued, the sitemap URLs follow
             self._queue_sitemap_urls()
         committed = self._commit()
         return committed, self.admit()
@@ -145,14 +153,15 @@ class Frontier:
         """Links are read only from pages below the depth limit (SPEC §13.3)."""
         return depth < self.max_depth
 
+    def admission(self, index: int) -> Admission:
+        """The admission of an admitted URL (its request may be sent later)."""
+        url, depth = self.queue[index]
+        return Admission(index, url, depth, self._id_prefix + url)
+
     def page_object(self, index: int, outcome: Outcome) -> dict[str, Any]:
         """The manifest's page object for an admitted URL (CONTRACT §3)."""
         url, depth = self.queue[index]
-        page: dict[str, Any] = {
-            "id": self._id_prefix + url,
-            "url": url,
-            "depth": depth,
-        }
+        page: dict[str, Any] = {"id": self._id_prefix + url, "url": url, "depth": depth}
         parent = self.discovered_from.get(url)
         if parent is not None:
             page["discoveredFrom"] = parent
@@ -177,12 +186,14 @@ class Frontier:
     def _commit(self) -> list[dict[str, Any]]:
         """Commit every outcome that is next in admission order, extending the queue."""
         committed = []
-        while len(self.pages) in self.pending and not (self.pages and self._holding()):
+        while len(self.pages) in self.pending and not (len(self.pages) and self._holding()):
             position = len(self.pages)
             done = self.pending.pop(position)
             url, depth = self.queue[position]
             page = self.page_object(position, done)
-            notes = []
+            self.discovered_from.pop(url, None)
+            prefix = f"[depth {depth}] {url}: "
+            notes = [prefix + w for w in done.fetch.get("warnings", ())]
             follow = self.may_follow(depth)
             if follow and done.offhost_final_url is not None:
                 notes.append(
@@ -193,8 +204,8 @@ class Frontier:
                 self._discover(link, depth + 1, url)
             if position == 0 and self.sitemap_urls is not None:
                 self._queue_sitemap_urls()
-            self.pages.append(page)
-            self.page_notes.append(notes)
+            self.pages.commit(page, notes)
+            self.errors += "error" in done.fetch
             committed.append(page)
         return committed
 
@@ -210,10 +221,9 @@ class Frontier:
     def outstanding(self) -> list[Admission]:
         """Admitted URLs with no outcome yet: the requests to send after a resume."""
         return [
-            Admission(index, url, depth, self._id_prefix + url)
+            self.admission(index)
             for index in range(len(self.pages), self.admitted)
             if index not in self.pending
-            for url, depth in (self.queue[index],)
         ]
 
     # -- completion ----------------------------------------------------------
@@ -245,46 +255,44 @@ class Frontier:
         self.queue = [(self.seed_url, 0)]
         self.seen = {self.seed_url}
         self.admitted = 1
-        outcome = Outcome({"error": error.to_dict()})
-        self.record(0, outcome)
-        return self.pages[0]
+        committed, _ = self.record(0, Outcome({"error": error.to_dict()}))
+        return committed[0]
 
     def stop(self, reason: str) -> None:
         """The crawl ended before this seed finished (shutdown, CLOSESPIDER_*, ...)."""
         if not self.finished and self.stop_reason is None:
             self.stop_reason = reason
 
+    def _warnings(self) -> Iterator[str]:
+        """The manifest's warnings: each page's in BFS order (a store failure
+        first, the sitemaps' with the seed's step), then how the crawl ended."""
+        count = len(self.pages)
+        store = ((i, 0, [w]) for i, w in sorted(self.store_warnings.items()) if i < count)
+        pages = ((i, 1, found) for i, found in self.pages.warnings())
+        sitemaps = (
+            [(0, 2, self.sitemap_warnings)] if count and self.sitemap_urls is not None else []
+        )
+        for _, _, found in heapq.merge(store, pages, sitemaps):
+            yield from found
+        end = end_warning(self)
+        if end is not None:
+            yield end
+
+    def _head(self) -> dict[str, Any]:
+        return {"seed": {"id": self.seed_id, "url": self.seed_url}, "mode": self.mode}
+
     def manifest(self) -> dict[str, Any]:
         """Traverse's ``CrawlManifest`` (CONTRACT §3), warnings in BFS page order."""
-        warnings: list[str] = []
-        for index, page in enumerate(self.pages):
-            if index in self.store_warnings:
-                warnings.append(self.store_warnings[index])
-            prefix = f"[depth {page['depth']}] {page['url']}: "
-            warnings.extend(prefix + w for w in page["fetch"].get("warnings", ()))
-            warnings.extend(self.page_notes[index])
-            if index == 0 and self.sitemap_urls is not None:
-                warnings.extend(self.sitemap_warnings)  # part of the seed's step
-        remaining = self.remaining
-        if self.stop_reason is not None:
-            # Fetched pages waiting for an earlier one are on disk (their
-            # snapshots) but not in the manifest: count them apart (issue 10).
-            waiting = len(self.pending)
-            warnings.append(
-                f"crawl stopped before this seed finished ({self.stop_reason}); "
-                f"{len(self.pages)} page(s) recorded, "
-                f"{waiting} fetched but waiting for an earlier page, "
-                f"{remaining - waiting} URL(s) discovered but not fetched"
-            )
-        elif remaining > 0:
-            warnings.append(
-                f"maxPages cap ({self.max_pages}) reached; "
-                f"{remaining} further URL(s) discovered but not fetched"
-            )
+        pages = list(self.pages)
+        warnings = list(self._warnings())
         return {
-            "seed": {"id": self.seed_id, "url": self.seed_url},
-            "mode": self.mode,
-            "pages": list(self.pages),
+            **self._head(),
+            "pages": pages,
             "warnings": warnings,
-            "truncated": remaining > 0,
+            "truncated": self.remaining > 0,
         }
+
+    def write_manifest(self, out: IO[str]) -> None:
+        """``json.dump(self.manifest(), out, indent=2, ensure_ascii=False)``, streamed:
+        the pages go from the page log to ``out`` one at a time."""
+        dump_manifest(out, self._head(), self.pages, self._warnings(), self.remaining > 0)

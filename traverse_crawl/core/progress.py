@@ -1,9 +1,8 @@
 """Per-seed progress figures and their log line (CONTRACT §6, ``TRAVERSE_PROGRESS``).
 
 ``SeedProgress`` follows one seed's frontier: pages recorded of its budget, URLs
-still to record within the budget, errors among the recorded pages (counted
-incrementally, so a look costs only the pages recorded since the last one),
-and the rate of recording.
+still to record within the budget, errors among the recorded pages (the
+frontier counts them as it commits), and the rate of recording.
 """
 
 from __future__ import annotations
@@ -26,23 +25,17 @@ class Figures:
 class SeedProgress:
     def __init__(self, frontier: Frontier) -> None:
         self.frontier = frontier
-        self._scanned = 0
-        self._errors = 0
 
     def figures(self) -> Figures:
         frontier = self.frontier
-        pages = frontier.pages
-        for page in pages[self._scanned :]:
-            if "error" in page["fetch"]:
-                self._errors += 1
-        self._scanned = len(pages)
+        recorded = len(frontier.pages)
         within_budget = min(len(frontier.queue), frontier.max_pages)
         return Figures(
             seed_id=frontier.seed_id,
-            recorded=len(pages),
+            recorded=recorded,
             budget=frontier.max_pages,
-            queued=max(0, within_budget - len(pages)),
-            errors=self._errors,
+            queued=max(0, within_budget - recorded),
+            errors=frontier.errors,
             finished=frontier.finished,
         )
 

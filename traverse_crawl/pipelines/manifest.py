@@ -12,23 +12,31 @@ during the crawl) is tried again, then kept in a fallback file — in the
 ``JOBDIR`` when there is one, else in the system's temporary directory — named
 in an ERROR line; the ``crawl`` command then exits 1 (issue 10).
 
+The pages are not held in memory until then (issue 17): the spider's frontiers
+keep them in a spool file (``core/pagelog.py``) and the manifest is streamed from
+it into the temporary file that ``core/atomic.py`` renames into place, so nothing
+but finished manifests ever ends in ``.json`` in the manifest directory. The
+spool is closed (its space freed) once every manifest is written.
+
 Stats: ``manifest/written``, ``manifest/partial``, ``manifest/error``,
-``manifest/fallback``.
+``manifest/fallback``, ``manifest/spool_error`` (the spool could not be
+written: the pages stayed in memory).
 """
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import tempfile
 import time
-from typing import Any
+from typing import Any, BinaryIO
 
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
-from traverse_crawl.core.atomic import atomic_write_json
+from traverse_crawl.core.atomic import atomic_write
 from traverse_crawl.core.config import get_config
 from traverse_crawl.core.errors import ConfigError
 from traverse_crawl.core.frontier import Frontier
@@ -58,6 +66,7 @@ class ManifestPipeline:
         self.processed: dict[int, int] = {}
         self.finished: dict[int, Frontier] = {}
         self.written: set[int] = set()
+        self.spool_failed = False
         crawler.signals.connect(self.on_seed_finished, signal=seed_finished)
         crawler.signals.connect(self.on_spider_closed, signal=signals.spider_closed)
 
@@ -69,6 +78,7 @@ class ManifestPipeline:
         if isinstance(item, PageItem):
             key = item.seed_key
             self.processed[key] = self.processed.get(key, 0) + 1
+            self._check_spool()
             self._maybe_write(key)
         return item
 
@@ -82,8 +92,21 @@ class ManifestPipeline:
         if frontier is not None and self.processed.get(key, 0) + resumed >= len(frontier.pages):
             self.write(key, frontier)
 
+    def _check_spool(self) -> None:
+        spool = getattr(self.crawler.spider, "spool", None)
+        if spool is not None and spool.failed is not None and not self.spool_failed:
+            self.spool_failed = True
+            inc(self.crawler.stats, "manifest/spool_error")
+            logger.warning(
+                "cannot write the page spool in %s (%s); recorded pages stay in memory",
+                spool.directory, _reason(spool.failed),
+            )  # fmt: skip
+
     def on_spider_closed(self, spider: Spider, reason: str) -> None:
         self.hard_stop(reason)
+        spool = getattr(spider, "spool", None)
+        if spool is not None:
+            spool.close()
 
     def hard_stop(self, reason: str) -> None:
         """Write every seed's manifest not written yet, with the stop warning."""
@@ -99,10 +122,9 @@ class ManifestPipeline:
             return
         self.written.add(key)
         path = manifest_path(self.directory, frontier.seed_id)
-        manifest = frontier.manifest()
         for _attempt in range(WRITE_ATTEMPTS):
             try:
-                atomic_write_json(path, manifest)
+                write_manifest(path, frontier)
             except OSError as exc:
                 error = exc
             else:
@@ -110,16 +132,17 @@ class ManifestPipeline:
                 inc(self.crawler.stats, "manifest/written")
                 return
         inc(self.crawler.stats, "manifest/error")
-        self._fallback(path, frontier.seed_id, manifest, error)
+        self._fallback(path, frontier, error)
 
-    def _fallback(self, path: str, seed_id: str, manifest: dict[str, Any], error: OSError) -> None:
+    def _fallback(self, path: str, frontier: Frontier, error: OSError) -> None:
+        seed_id = frontier.seed_id
         directory = jobdir_path(self.crawler.settings) or tempfile.gettempdir()
         stamp = time.strftime("%Y%m%dT%H%M%S")
         fallback = os.path.join(
             directory, f"manifest-{source_dir_name(seed_id)}-{stamp}-{os.getpid()}.json"
         )
         try:
-            atomic_write_json(fallback, manifest)
+            write_manifest(fallback, frontier)
         except OSError as exc:
             logger.error(
                 "could not write manifest %s (%s), nor its fallback %s (%s): "
@@ -136,6 +159,18 @@ class ManifestPipeline:
 
 def _reason(exc: OSError) -> str:
     return f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc)
+
+
+def write_manifest(path: str, frontier: Frontier) -> None:
+    """The seed's manifest, streamed from its page log, written atomically."""
+
+    def write(handle: BinaryIO) -> None:
+        text = io.TextIOWrapper(handle, encoding="utf-8", write_through=False)
+        frontier.write_manifest(text)
+        text.flush()
+        text.detach()  # atomic_write flushes, fsyncs and closes the file itself
+
+    atomic_write(path, write)
 
 
 def manifest_path(directory: str, seed_id: str) -> str:

@@ -15,6 +15,11 @@ Meta keys set here (read by the middlewares and pipelines):
 
 With ``TRAVERSE_SITEMAPS`` on, each seed's sitemap files are requested too
 (``traverse_crawl.sitemaps``); their URLs reach the frontier in one step.
+
+Memory stays flat in the number of pages (issue 17): committed pages go to the
+crawl's spool (``core/pagelog.py``), and a seed has at most ``REQUEST_WINDOW``
+requests out; the URLs admitted beyond them wait in the frontier's queue and
+become requests in admission order (Scrapy's scheduler's order: -depth, FIFO).
 """
 
 from __future__ import annotations
@@ -39,12 +44,13 @@ from traverse_crawl.core.errors import FetchError
 from traverse_crawl.core.frontier import Admission, Frontier, Outcome
 from traverse_crawl.core.jobstate import replay_sitemaps
 from traverse_crawl.core.links import find_links
+from traverse_crawl.core.pagelog import Spool
 from traverse_crawl.core.sourceref import build_source_ref
 from traverse_crawl.distributed.pipeline import make_worker
 from traverse_crawl.exceptions import fetch_error_from_failure
 from traverse_crawl.items import PageItem
 from traverse_crawl.jobdir import Job, resolve_seeds
-from traverse_crawl.responses import snapshot_of
+from traverse_crawl.responses import fetch_record, snapshot_of
 from traverse_crawl.shutdown import CrawlStopped
 from traverse_crawl.signals import seed_finished
 from traverse_crawl.sitemaps import SitemapReader
@@ -55,6 +61,9 @@ logger = logging.getLogger(__name__)
 
 # Pages at least this long (characters) are parsed for links in a worker thread.
 _THREAD_PARSE_CHARS = 256 * 1024
+# Requests out per seed: far above the downloader's concurrency (16), so it never
+# waits for one; each costs about 2 KB (a Request, its meta) while it waits.
+REQUEST_WINDOW = 256
 
 
 class TraverseSpider(Spider):
@@ -64,6 +73,7 @@ class TraverseSpider(Spider):
     seeds: list[seedlib.Seed]  # from the arguments, or from the JOBDIR
     job: Job | None
     remote: Any  # with REDIS_URL, this process's ``distributed.worker.Worker``, else None
+    spool: Spool  # the committed pages of every seed, until their manifests are written
 
     def __init__(
         self,
@@ -77,12 +87,15 @@ class TraverseSpider(Spider):
         self._seed_args = (url, seeds, source_id, content_type)
         self.frontiers: dict[int, Frontier] = {}
         self.resumed: dict[int, int] = {}  # seed key -> outcomes taken from the JOBDIR
+        self._next: dict[int, int] = {}  # seed key -> first admitted index not requested
+        self._out: dict[int, set[int]] = {}  # seed key -> indices requested, no outcome yet
         self._announced: set[int] = set()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> TraverseSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.config = get_config(crawler)  # validates every setting before any request
+        spider.spool = Spool(spider.config.manifest_dir)
         spider.seeds, spider.job = resolve_seeds(crawler.settings, spider.config, spider._seed_args)
         spider.remote = make_worker(spider, crawler) if spider.config.redis.url else None
         spider.sitemaps = SitemapReader(
@@ -98,8 +111,9 @@ class TraverseSpider(Spider):
         records = self.job.begin(self.crawler.stats) if self.job is not None else []
         for key, seed in enumerate(self.seeds):
             frontier = Frontier(
-                seed.id, seed.url, self.config.max_pages, self.config.max_depth, self.config.mode
-            )
+                seed.id, seed.url, self.config.max_pages, self.config.max_depth, self.config.mode,
+                pages=self.spool.pages(),
+            )  # fmt: skip
             self.frontiers[key] = frontier
             if self.config.mode == "replay" and not os.path.isdir(self.config.store):
                 # CONTRACT §1: a crawl that ran, with one invalid-config page per seed.
@@ -117,13 +131,13 @@ class TraverseSpider(Spider):
         if self.job is not None and records:
             self.resumed = self.job.resume(self.frontiers, records)
         for key, frontier in self.frontiers.items():
-            admissions = frontier.outstanding()
-            if not frontier.seed_is_valid and admissions:
+            if not frontier.seed_is_valid and frontier.outstanding():
                 error = seedlib.invalid_seed_error(frontier.seed_url)
                 for out in self._finish(key, 0, Outcome({"error": error.to_dict()})):
                     yield out
                 continue
-            for request in self._requests(key, admissions):
+            self._next[key] = len(frontier.pages)
+            for request in self._next_requests(key):
                 yield request
             if key in sitemap_requests:
                 yield sitemap_requests[key]
@@ -131,30 +145,44 @@ class TraverseSpider(Spider):
 
     # -- requests ------------------------------------------------------------
 
-    def _requests(self, key: int, admissions: list[Admission]) -> Iterator[WhatwgRequest]:
+    def _requests(self, key: int, admissions: list[Admission]) -> list[WhatwgRequest]:
+        return [self._request(key, adm) for adm in admissions]  # the Redis worker's
+
+    def _next_requests(self, key: int) -> list[WhatwgRequest]:
+        """Requests for the seed's next admitted URLs, up to ``REQUEST_WINDOW`` out."""
+        frontier, out = self.frontiers[key], self._out.setdefault(key, set())
+        index, batch = self._next.get(key, 0), []
+        while len(out) < REQUEST_WINDOW and index < frontier.admitted:
+            if index >= len(frontier.pages) and index not in frontier.pending:  # not resumed
+                out.add(index)
+                batch.append(self._request(key, frontier.admission(index)))
+            index += 1
+        self._next[key] = index  # before any is yielded: another outcome may come first
+        return batch
+
+    def _request(self, key: int, adm: Admission) -> WhatwgRequest:
         seed = self.seeds[key]
-        for adm in admissions:
-            meta: dict[str, Any] = {
-                "traverse_seed": key,
-                "traverse_index": adm.index,
-                "traverse_page_id": adm.page_id,
-                "traverse_warnings": [],
-                "handle_httpstatus_all": True,
-                # Every admitted URL is on the seed's origin (links are filtered).
-                "download_slot": self.frontiers[key].seed_origin,
-                "depth": adm.depth,
-            }
-            if adm.index == 0 and seed.content_type:
-                meta["traverse_hint"] = seed.content_type
-            # The URL is requested exactly as the frontier holds it (issue 11).
-            yield WhatwgRequest(
-                adm.url,
-                callback=self.parse,
-                errback=self.on_error,
-                dont_filter=True,
-                meta=meta,
-                priority=-adm.depth,
-            )
+        meta: dict[str, Any] = {
+            "traverse_seed": key,
+            "traverse_index": adm.index,
+            "traverse_page_id": adm.page_id,
+            "traverse_warnings": [],
+            "handle_httpstatus_all": True,
+            # Every admitted URL is on the seed's origin (links are filtered).
+            "download_slot": self.frontiers[key].seed_origin,
+            "depth": adm.depth,
+        }
+        if adm.index == 0 and seed.content_type:
+            meta["traverse_hint"] = seed.content_type
+        # The URL is requested exactly as the frontier holds it (issue 11).
+        return WhatwgRequest(
+            adm.url,
+            callback=self.parse,
+            errback=self.on_error,
+            dont_filter=True,
+            meta=meta,
+            priority=-adm.depth,
+        )
 
     # -- outcomes ------------------------------------------------------------
 
@@ -169,7 +197,7 @@ class TraverseSpider(Spider):
             logger.exception("unexpected error while processing %s", response.url)
             inc(self.crawler.stats, "frontier/unexpected_error")
             message = f"unexpected error while processing the response from {response.url}: {exc}"
-            outcome = Outcome(_fetch_record(meta, FetchError("network", message)))
+            outcome = Outcome(fetch_record(meta, FetchError("network", message)))
             snapshot = None
         for out in self._finish(key, index, outcome, snapshot):
             yield out
@@ -180,7 +208,7 @@ class TraverseSpider(Spider):
         meta = response.meta
         snapshot = meta.get(SNAPSHOT) or snapshot_of(response)
         if isinstance(snapshot, FetchError):
-            return Outcome(_fetch_record(meta, snapshot)), None
+            return Outcome(fetch_record(meta, snapshot)), None
         links: list[str] = []
         offhost: str | None = None
         _, depth = frontier.queue[index]
@@ -193,7 +221,7 @@ class TraverseSpider(Spider):
             else:
                 offhost = snapshot["url"]
         outcome = Outcome(
-            _fetch_record(meta, snapshot),
+            fetch_record(meta, snapshot),
             links=links,
             offhost_final_url=offhost,
             source_ref=build_source_ref(snapshot),
@@ -226,7 +254,7 @@ class TraverseSpider(Spider):
             failure, request, self.config.download_timeout, self.config.download_maxsize
         )
         logger.debug("page failed: %s (%s)", request.url, error.kind)
-        outcome = Outcome(_fetch_record(meta, error))
+        outcome = Outcome(fetch_record(meta, error))
         return self._finish(meta["traverse_seed"], meta["traverse_index"], outcome)
 
     async def parse_sitemap(self, response: Response) -> AsyncIterator[Any]:
@@ -244,10 +272,10 @@ class TraverseSpider(Spider):
         if request is not None:
             yield request
             return
-        _, admissions = self.frontiers[key].add_sitemap_urls(*self.sitemaps.result(key))
+        self.frontiers[key].add_sitemap_urls(*self.sitemaps.result(key))
         if self.job is not None:
             self.job.keep_sitemaps(key, self.frontiers[key])
-        yield from self._requests(key, admissions)
+        yield from self._next_requests(key)
         self._check_finished(key)
 
     def _finish(
@@ -265,8 +293,9 @@ class TraverseSpider(Spider):
         yield item
         if self.remote is not None:
             return
-        _, admissions = frontier.record(index, outcome)
-        yield from self._requests(key, admissions)
+        frontier.record(index, outcome)
+        self._out.get(key, set()).discard(index)
+        yield from self._next_requests(key)
         self._check_finished(key)
 
     def _check_finished(self, key: int) -> None:
@@ -282,18 +311,3 @@ class TraverseSpider(Spider):
                     frontier.remaining,
                 )
             self.crawler.signals.send_catch_log(seed_finished, frontier=frontier, seed_key=key)
-
-
-def _fetch_record(meta: dict[str, Any], result: dict[str, Any] | FetchError) -> dict[str, Any]:
-    """The page's ``fetch`` object (CONTRACT §3): its snapshot or its error, then
-    the warnings and the render escalation when there are any."""
-    fetch: dict[str, Any] = (
-        {"error": result.to_dict()}
-        if isinstance(result, FetchError)
-        else {"snapshot": snap.manifest_view(result)}
-    )
-    if meta.get("traverse_warnings"):
-        fetch["warnings"] = list(meta["traverse_warnings"])
-    if "traverse_render_escalation" in meta:
-        fetch["renderEscalation"] = meta["traverse_render_escalation"]
-    return fetch
