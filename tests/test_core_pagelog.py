@@ -18,7 +18,8 @@ import random
 
 import pytest
 
-from traverse_crawl.core import jobstate, pagelog
+from traverse_crawl.core import frontier as frontier_module
+from traverse_crawl.core import jobstate, pagelog, urlqueue
 from traverse_crawl.core.frontier import Frontier, Outcome
 from traverse_crawl.core.pagelog import PageList, Spool
 
@@ -30,7 +31,9 @@ def url(i: int) -> str:
     return SEED if i == 0 else f"{SEED}p{i}" + ("/é" if i % 7 == 0 else "")
 
 
-def outcome(rng: random.Random, i: int, size: int) -> Outcome:
+def outcome(seed: int, i: int, size: int) -> Outcome:
+    """Page ``i``'s outcome: the same whenever it is fetched."""
+    rng = random.Random(seed * 100_003 + i)
     links = [url(rng.randrange(size)) for _ in range(rng.randrange(6))]
     if rng.random() < 0.2:
         status = rng.choice([404, 500])
@@ -43,17 +46,20 @@ def outcome(rng: random.Random, i: int, size: int) -> Outcome:
     return Outcome(fetch, links, offhost, source_ref=f"ref-{i}", body_size=rng.randrange(9999))
 
 
-def drive(frontier: Frontier, seed: int, size: int, records: list | None = None) -> Frontier:
+def drive(
+    frontier: Frontier, seed: int, size: int, records: list | None = None, stop: bool = True
+) -> Frontier:
     """A crawl with scrambled arrivals; the same ``seed`` gives the same crawl."""
     rng = random.Random(seed)
     sitemaps = rng.random() < 0.5 and frontier.expect_sitemaps()
     sitemap_at = rng.randrange(3)
-    stop_at = rng.choice([None, rng.randrange(1, size)])
+    stop_at = rng.choice([None, rng.randrange(1, size)]) if stop else None
     pending = frontier.admit()
     step = 0
     while pending or sitemaps:
         if sitemaps and (step >= sitemap_at or not pending):
-            found = [url(rng.randrange(size)) for _ in range(5)]
+            other = random.Random(seed + 1)  # the same URLs whenever they come
+            found = [url(other.randrange(size)) for _ in range(5)]
             notes = ["sitemap: 1 URL skipped (ünicode)"]
             _, more = frontier.add_sitemap_urls(found, notes)
             if records is not None:
@@ -66,8 +72,8 @@ def drive(frontier: Frontier, seed: int, size: int, records: list | None = None)
             frontier.stop("shutdown")
             break
         adm = pending.pop(rng.randrange(len(pending)))
-        got = outcome(rng, adm.index, size)
-        if rng.random() < 0.05:
+        got = outcome(seed, adm.index, size)
+        if random.Random(seed * 7 + adm.index).random() < 0.05:
             frontier.note_store_failure(adm.index, "disk full ✗")
         if records is not None:
             warning = frontier.store_warnings.get(adm.index)
@@ -85,18 +91,33 @@ def streamed(frontier: Frontier) -> str:
 
 
 @pytest.fixture
+def spool(tmp_path):
+    """One crawl's spool, shared by every frontier of a test (as by a crawl's seeds)."""
+    spool = Spool(str(tmp_path))
+    yield spool
+    spool.close()
+
+
+@pytest.fixture
 def small_spill(monkeypatch):
     monkeypatch.setattr(pagelog, "SPILL_BYTES", 700)  # a chunk every page or two
+    monkeypatch.setattr(urlqueue, "KEEP", 2)  # committed queue entries forgotten soon
 
 
+@pytest.mark.parametrize("window", [4096, 3])
 @pytest.mark.parametrize("seed", range(40))
-def test_spooled_streamed_manifest_is_json_dump_of_the_in_memory_one(tmp_path, small_spill, seed):
+def test_spooled_streamed_manifest_is_json_dump_of_the_in_memory_one(
+    tmp_path, small_spill, monkeypatch, seed, window
+):
+    monkeypatch.setattr(frontier_module, "ADMIT_WINDOW", window)
     size = 10 + seed * 3
     budget, depth = random.Random(seed).choice([(size // 2, 9), (size * 2, 9), (size, 2), (3, 1)])
-    memory = drive(Frontier("s ü/1", SEED, budget, depth, "live"), seed, size)
-    assert isinstance(memory.pages, PageList)
+    memory = Frontier("s ü/1", SEED, budget, depth, "live")
+    assert isinstance(memory.pages, PageList) and memory.window is None
+    memory.window = window  # the same admissions, so the same arrivals
+    drive(memory, seed, size)
     spool = Spool(str(tmp_path))
-    spooled = Frontier("s ü/1", SEED, budget, depth, "live", pages=spool.pages())
+    spooled = Frontier("s ü/1", SEED, budget, depth, "live", spool=spool)
     drive(spooled, seed, size)
     expected = memory.manifest()
     text = json.dumps(expected, indent=2, ensure_ascii=False)
@@ -134,13 +155,27 @@ def test_the_cases_are_all_there(tmp_path, small_spill):
     assert len(seen) == 8, seen
 
 
+@pytest.mark.parametrize("seed", range(30))
+def test_a_window_never_changes_a_finished_crawl(spool, small_spill, monkeypatch, seed):
+    monkeypatch.setattr(frontier_module, "ADMIT_WINDOW", 1 + seed % 4)
+    size = 10 + seed * 3
+    whole = Frontier("s", SEED, size, 9, "live")
+    windowed = Frontier("s", SEED, size, 9, "live", spool=spool)
+    drive(whole, seed, size, stop=False)
+    drive(windowed, seed, size, stop=False)
+    assert windowed.finished and windowed.manifest() == whole.manifest()
+
+
 @pytest.mark.parametrize("seed", range(12))
-def test_a_resumed_spooled_frontier_writes_the_same_manifest(tmp_path, small_spill, seed):
+def test_a_resumed_spooled_frontier_writes_the_same_manifest(spool, small_spill, monkeypatch, seed):
+    monkeypatch.setattr(frontier_module, "ADMIT_WINDOW", 5)
     size = 30 + seed
     records: list = []
-    memory = drive(Frontier("s", SEED, size, 9, "live"), seed, size, records)
-    spool = Spool(str(tmp_path))
-    resumed = Frontier("s", SEED, size, 9, "live", pages=spool.pages())
+    memory = Frontier("s", SEED, size, 9, "live")
+    memory.window = 5
+    drive(memory, seed, size)
+    drive(Frontier("s", SEED, size, 9, "live", spool=spool), seed, size, records)
+    resumed = Frontier("s", SEED, size, 9, "live", spool=spool)
     resumed.admit()
     jobstate.replay_sitemaps({0: resumed}, records)
     rng = random.Random(seed)
@@ -148,23 +183,20 @@ def test_a_resumed_spooled_frontier_writes_the_same_manifest(tmp_path, small_spi
     jobstate.replay({0: resumed}, records)
     memory.stop_reason = None  # a resume starts without the last run's stop
     assert streamed(resumed) == json.dumps(memory.manifest(), indent=2, ensure_ascii=False)
-    spool.close()
 
 
 def test_a_spool_that_cannot_be_written_keeps_the_pages_in_memory(tmp_path, small_spill):
     memory = drive(Frontier("s", SEED, 40, 9, "live"), 3, 40)
     spool = Spool(str(tmp_path / "missing"))  # TemporaryFile fails: no such directory
-    spooled = drive(Frontier("s", SEED, 40, 9, "live", pages=spool.pages()), 3, 40)
+    spooled = drive(Frontier("s", SEED, 40, 9, "live", spool=spool), 3, 40)
     assert isinstance(spool.failed, OSError)
     assert streamed(spooled) == json.dumps(memory.manifest(), indent=2, ensure_ascii=False)
 
 
-def test_an_empty_manifest_and_lone_surrogates(tmp_path):
+def test_an_empty_manifest_and_lone_surrogates(spool):
     empty = Frontier("s", SEED, 0, 2, "capture")
     assert streamed(empty) == json.dumps(empty.manifest(), indent=2, ensure_ascii=False)
-    spool = Spool(str(tmp_path))
-    frontier = Frontier("s", SEED, 5, 2, "live", pages=spool.pages())
+    frontier = Frontier("s", SEED, 5, 2, "live", spool=spool)
     frontier.admit()
     frontier.record(0, Outcome({"snapshot": {"title": "bad \udc80 half"}}))
     assert next(iter(frontier.pages))["fetch"]["snapshot"]["title"] == "bad \udc80 half"
-    spool.close()

@@ -15,10 +15,11 @@ Sitemap URLs (CONTRACT §9) enter right after the seed's links, so after
 ``add_sitemap_urls()``; the seed's links, whose positions are known, are
 admitted at once. Whichever comes back first, the queue is the same.
 
-Memory (issues 10, 17): URLs past the admissible queue are kept as 64-bit hashes
-(``overflow``); committed pages go to a ``PageLog`` (``core/pagelog.py``: in memory by
-default, spooled to a file by the spider) and the manifest is written from it by
-streaming (``write_manifest``); a URL's parent is forgotten once its page is committed.
+Memory (issues 10, 17): the seen set and the URLs past the admissible queue are
+64-bit hashes (``urls.url_hash``). With a ``Spool`` (the spider's; ``core/pagelog.py``)
+committed pages go to it and the manifest is streamed from it (``write_manifest``),
+the queue keeps only its admitted window in memory (``core/urlqueue.py``), and at most
+``ADMIT_WINDOW`` URLs are admitted and not committed: memory stays flat in the pages.
 
 Persistence (``JOBDIR``) keeps the outcomes, not this object: replaying them
 through ``record`` rebuilds the same state whatever order they were kept in
@@ -29,14 +30,15 @@ from pages below ``max_depth``.
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
 from traverse_crawl.core import urls
 from traverse_crawl.core.errors import FetchError
-from traverse_crawl.core.pagelog import PageList, PageLog, dump_manifest, end_warning
+from traverse_crawl.core.pagelog import PageList, PageLog, Spool, dump_manifest, manifest_warnings
+from traverse_crawl.core.urlqueue import UrlQueue
+
+ADMIT_WINDOW = 4096  # with a spool: admitted, uncommitted pages (a head page's wait)
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,7 @@ class Frontier:
         max_pages: int,
         max_depth: int,
         mode: str,
-        pages: PageLog | None = None,
+        spool: Spool | None = None,
     ) -> None:
         self.seed_id = seed_id
         self.seed_url = seed_url  # verbatim input (SPEC §13.1 step 6)
@@ -81,16 +83,16 @@ class Frontier:
         self.seed_origin = urls.origin(seed_url) if normalized else ""
         # An unparsable or non-http(s) seed stays raw; it becomes the invalid-url page.
         self.seed_frontier_url = normalized if normalized is not None else seed_url
-        self.queue: list[tuple[str, int]] = [(self.seed_frontier_url, 0)]
-        self.seen: set[str] = {self.seed_frontier_url}
-        # URL -> the URL of the page whose links first queued it: the BFS tree that
-        # ``scrapy report`` draws (the optional ``discoveredFrom`` of CONTRACT §3),
-        # until the URL's page is committed.
-        self.discovered_from: dict[str, str] = {}
+        # Entries keep the URL of the page whose links first queued them: the BFS
+        # tree that ``scrapy report`` draws (the optional ``discoveredFrom``, CONTRACT §3).
+        self.queue = UrlQueue(spool)
+        self.queue.append(self.seed_frontier_url, 0)
+        self.seen: set[int] = {urls.url_hash(self.seed_frontier_url)}
+        self.window = None if spool is None else ADMIT_WINDOW
         self.overflow: set[int] = set()  # hashes of distinct URLs past the admissible queue
         self.admitted = 0
         self.pending: dict[int, Outcome] = {}
-        self.pages: PageLog = PageList() if pages is None else pages
+        self.pages: PageLog = PageList() if spool is None else spool.pages()
         self.errors = 0  # committed pages whose fetch is an error (progress figures)
         self.store_warnings: dict[int, str] = {}
         self.stop_reason: str | None = None
@@ -107,9 +109,12 @@ class Frontier:
         return self.seed_origin != ""
 
     def admit(self) -> list[Admission]:
-        """Hand out every queued URL that the page budget allows."""
+        """Hand out every queued URL that the page budget (and the window) allows."""
         out = []
-        while self.admitted < len(self.queue) and self.admitted < self.max_pages:
+        limit = min(self.max_pages, len(self.queue))
+        if self.window is not None:
+            limit = min(limit, len(self.pages) + self.window)
+        while self.admitted < limit:
             url, depth = self.queue[self.admitted]
             out.append(Admission(self.admitted, url, depth, self._id_prefix + url))
             self.admitted += 1
@@ -162,7 +167,7 @@ class Frontier:
         """The manifest's page object for an admitted URL (CONTRACT §3)."""
         url, depth = self.queue[index]
         page: dict[str, Any] = {"id": self._id_prefix + url, "url": url, "depth": depth}
-        parent = self.discovered_from.get(url)
+        parent = self.queue.entry(index)[2]
         if parent is not None:
             page["discoveredFrom"] = parent
         page["fetch"] = outcome.fetch
@@ -191,7 +196,6 @@ class Frontier:
             done = self.pending.pop(position)
             url, depth = self.queue[position]
             page = self.page_object(position, done)
-            self.discovered_from.pop(url, None)
             prefix = f"[depth {depth}] {url}: "
             notes = [prefix + w for w in done.fetch.get("warnings", ())]
             follow = self.may_follow(depth)
@@ -207,16 +211,18 @@ class Frontier:
             self.pages.commit(page, notes)
             self.errors += "error" in done.fetch
             committed.append(page)
+        self.queue.forget(len(self.pages))
         return committed
 
     def _discover(self, link: str, depth: int, parent: str | None = None) -> None:
-        if link not in self.seen and len(self.queue) < self.max_pages:
-            self.seen.add(link)
-            self.queue.append((link, depth))
-            if parent is not None:
-                self.discovered_from[link] = parent
-        elif link not in self.seen:  # never admissible: only counted (``remaining``)
-            self.overflow.add(urls.url_hash(link))
+        key = urls.url_hash(link)
+        if key in self.seen:
+            return
+        if len(self.queue) < self.max_pages:
+            self.seen.add(key)
+            self.queue.append(link, depth, parent)
+        else:  # never admissible: only counted (``remaining``)
+            self.overflow.add(key)
 
     def outstanding(self) -> list[Admission]:
         """Admitted URLs with no outcome yet: the requests to send after a resume."""
@@ -244,16 +250,20 @@ class Frontier:
 
     def note_store_failure(self, index: int, message: str) -> None:
         """SPEC §13.6: a failed store write is a page-scoped warning; the page stands."""
-        url, depth = self.queue[index]
+        try:
+            url, depth = self.queue[index]
+            where = f"[depth {depth}] {url}"
+        except IndexError:  # committed more than urlqueue.KEEP pages ago
+            where = f"[page {index}]"
         self.store_warnings[index] = (
-            f"[depth {depth}] {url}: store.put failed ({message}); "
-            "page fetch result kept, snapshot not persisted"
+            f"{where}: store.put failed ({message}); page fetch result kept, snapshot not persisted"
         )
 
     def fail_seed(self, error: FetchError) -> dict[str, Any]:
         """The whole seed fails before any fetch: one page, the raw seed URL (SPEC §13.1)."""
-        self.queue = [(self.seed_url, 0)]
-        self.seen = {self.seed_url}
+        self.queue = UrlQueue()
+        self.queue.append(self.seed_url, 0)
+        self.seen = {urls.url_hash(self.seed_url)}
         self.admitted = 1
         committed, _ = self.record(0, Outcome({"error": error.to_dict()}))
         return committed[0]
@@ -263,28 +273,13 @@ class Frontier:
         if not self.finished and self.stop_reason is None:
             self.stop_reason = reason
 
-    def _warnings(self) -> Iterator[str]:
-        """The manifest's warnings: each page's in BFS order (a store failure
-        first, the sitemaps' with the seed's step), then how the crawl ended."""
-        count = len(self.pages)
-        store = ((i, 0, [w]) for i, w in sorted(self.store_warnings.items()) if i < count)
-        pages = ((i, 1, found) for i, found in self.pages.warnings())
-        sitemaps = (
-            [(0, 2, self.sitemap_warnings)] if count and self.sitemap_urls is not None else []
-        )
-        for _, _, found in heapq.merge(store, pages, sitemaps):
-            yield from found
-        end = end_warning(self)
-        if end is not None:
-            yield end
-
     def _head(self) -> dict[str, Any]:
         return {"seed": {"id": self.seed_id, "url": self.seed_url}, "mode": self.mode}
 
     def manifest(self) -> dict[str, Any]:
         """Traverse's ``CrawlManifest`` (CONTRACT §3), warnings in BFS page order."""
         pages = list(self.pages)
-        warnings = list(self._warnings())
+        warnings = list(manifest_warnings(self))
         return {
             **self._head(),
             "pages": pages,
@@ -295,4 +290,4 @@ class Frontier:
     def write_manifest(self, out: IO[str]) -> None:
         """``json.dump(self.manifest(), out, indent=2, ensure_ascii=False)``, streamed:
         the pages go from the page log to ``out`` one at a time."""
-        dump_manifest(out, self._head(), self.pages, self._warnings(), self.remaining > 0)
+        dump_manifest(out, self._head(), self.pages, manifest_warnings(self), self.remaining > 0)

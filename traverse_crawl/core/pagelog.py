@@ -21,6 +21,7 @@ can only stream a document that is already in memory.
 
 from __future__ import annotations
 
+import heapq
 import json
 import os
 import tempfile
@@ -60,7 +61,7 @@ class PageList(list[dict[str, Any]]):
         return iter(self.notes)
 
 
-def _encode(value: Any) -> bytes:
+def encode(value: Any) -> bytes:
     # ASCII escapes: one line per value, and lone surrogates survive the round trip.
     return json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode("ascii") + b"\n"
 
@@ -122,7 +123,7 @@ class _Lines:
         self.size = 0
 
     def add(self, value: Any) -> None:
-        line = _encode(value)
+        line = encode(value)
         self.buffer.append(line)
         self.size += len(line)
         if self.size >= SPILL_BYTES:
@@ -162,6 +163,22 @@ class SpooledPages:
 
     def warnings(self) -> Iterator[tuple[int, list[str]]]:
         return ((index, found) for index, found in self._warnings)
+
+
+def manifest_warnings(frontier: Any) -> Iterator[str]:
+    """A frontier's manifest warnings: each page's in BFS order (a store failure
+    first, the sitemaps' with the seed's step), then how the crawl ended."""
+    count = len(frontier.pages)
+    store = ((i, 0, [w]) for i, w in sorted(frontier.store_warnings.items()) if i < count)
+    pages = ((i, 1, found) for i, found in frontier.pages.warnings())
+    sitemaps = (
+        [(0, 2, frontier.sitemap_warnings)] if count and frontier.sitemap_urls is not None else []
+    )
+    for _, _, found in heapq.merge(store, pages, sitemaps):
+        yield from found
+    end = end_warning(frontier)
+    if end is not None:
+        yield end
 
 
 def end_warning(frontier: Any) -> str | None:

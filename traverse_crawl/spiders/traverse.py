@@ -112,7 +112,7 @@ class TraverseSpider(Spider):
         for key, seed in enumerate(self.seeds):
             frontier = Frontier(
                 seed.id, seed.url, self.config.max_pages, self.config.max_depth, self.config.mode,
-                pages=self.spool.pages(),
+                spool=self.spool,
             )  # fmt: skip
             self.frontiers[key] = frontier
             if self.config.mode == "replay" and not os.path.isdir(self.config.store):

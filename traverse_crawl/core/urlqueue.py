@@ -1,0 +1,107 @@
+"""A seed's BFS queue, in memory or mostly in the crawl's spool (issue 17).
+
+Entry ``i`` is the ``i``-th URL the frontier queued: its URL, its depth, and the
+URL of the page whose links queued it (``discoveredFrom``). The frontier reads
+entries in admission order and needs an entry only while its page is admitted
+and not committed, so with a ``Spool`` the queue keeps in memory only that
+window: new entries go to the spool (a FIFO of chunks, ``core/pagelog.py``),
+come back when they are admitted, and are forgotten ``KEEP`` entries after their
+page is committed. Without a spool every entry stays in memory (the reference,
+and what the tests compare).
+
+Hand-written because the queue's order is the design (STYLE §5): Scrapy's disk
+queues pickle requests and keep no random access by position.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Iterator
+from typing import Any
+
+from traverse_crawl.core import pagelog
+from traverse_crawl.core.pagelog import Spool
+
+KEEP = 4096  # committed entries kept: a store failure noted late still finds its page
+Entry = tuple[str, int, "str | None"]
+
+
+class _Fifo:
+    """Encoded values, first in first out: a read buffer, spilled chunks, a write buffer."""
+
+    def __init__(self, spool: Spool) -> None:
+        self.spool = spool
+        self.chunks: deque[tuple[int, int]] = deque()
+        self.buffer: list[bytes] = []
+        self.size = 0
+        self.reading: deque[bytes] = deque()
+
+    def push(self, value: Any) -> None:
+        line = pagelog.encode(value)
+        self.buffer.append(line)
+        self.size += len(line)
+        if self.size >= pagelog.SPILL_BYTES:
+            chunk = self.spool.write(b"".join(self.buffer))
+            if chunk is not None:
+                self.chunks.append(chunk)
+                self.buffer, self.size = [], 0
+
+    def pop(self) -> Any:
+        if not self.reading:
+            if self.chunks:
+                data = self.spool.read(*self.chunks.popleft())
+                self.reading = deque(data.split(b"\n")[:-1])
+            else:
+                self.reading, self.buffer, self.size = deque(self.buffer), [], 0
+        return json.loads(self.reading.popleft())
+
+
+class UrlQueue:
+    def __init__(self, spool: Spool | None = None) -> None:
+        self._fifo = None if spool is None else _Fifo(spool)
+        self._items: list[Entry] = []  # entries base, base + 1, ... in memory
+        self._base = 0
+        self._length = 0
+
+    def append(self, url: str, depth: int, parent: str | None = None) -> None:
+        self._length += 1
+        if self._fifo is None:
+            self._items.append((url, depth, parent))
+        else:
+            self._fifo.push([url, depth, parent])
+
+    def entry(self, index: int) -> Entry:
+        at = index - self._base
+        if at < 0 or index >= self._length:
+            raise IndexError(f"queue entry {index} is not held")
+        while at >= len(self._items):
+            assert self._fifo is not None
+            url, depth, parent = self._fifo.pop()
+            self._items.append((url, depth, parent))
+        return self._items[at]
+
+    def __getitem__(self, index: int) -> tuple[str, int]:
+        url, depth, _ = self.entry(index)
+        return url, depth
+
+    def forget(self, committed: int) -> None:
+        """Pages below ``committed`` are committed: their entries may go (with a spool)."""
+        drop = committed - KEEP - self._base
+        if self._fifo is not None and drop >= KEEP:  # in steps, so a drop is amortised
+            del self._items[:drop]
+            self._base += drop
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __iter__(self) -> Iterator[tuple[str, int]]:
+        """The entries held in memory (all of them without a spool)."""
+        return ((url, depth) for url, depth, _ in self._items)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, UrlQueue):
+            return NotImplemented
+        return (self._base, self._length, list(self)) == (other._base, other._length, list(other))
+
+    __hash__ = None  # type: ignore[assignment]
