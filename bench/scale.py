@@ -119,18 +119,15 @@ def _targets(rows: dict[str, Any]) -> dict[str, Any]:
             f"{s['pages_per_s']:7.1f} pages/s  {s['cpu_ms_per_page']:.2f} ms CPU/page  "
             f"(measured {row['measured']})"
         )
-    if small and large:
-        out["flat_ratio"] = round(large / small, 3)
-        out["flat_ok"] = large / small <= TARGET_FLAT_RATIO
-        print(
-            f" traverse RSS 100,000 / 2,000 pages: {large / small:.2f}x "
-            f"(target <= {TARGET_FLAT_RATIO}x): {verdict(out['flat_ok'])}"
-        )
-    if large and plain:
-        out["plain_ratio"] = round(large / plain, 3)
-        out["plain_ok"] = large / plain <= TARGET_PLAIN_RATIO
-        print(
-            f" traverse / plain RSS at 100,000 pages: {large / plain:.2f}x "
-            f"(target <= {TARGET_PLAIN_RATIO}x): {verdict(out['plain_ok'])}"
-        )
+    checks = (
+        ("flat", "traverse RSS 100,000 / 2,000 pages", large, small, TARGET_FLAT_RATIO),
+        ("plain", "traverse / plain RSS at 100,000 pages", large, plain, TARGET_PLAIN_RATIO),
+    )
+    for name, what, top, bottom, target in checks:
+        if top and bottom:
+            out[f"{name}_ratio"] = round(top / bottom, 3)
+            out[f"{name}_ok"] = top / bottom <= target
+            print(
+                f" {what}: {top / bottom:.2f}x (target <= {target}x): {verdict(out[f'{name}_ok'])}"
+            )
     return out
