@@ -200,3 +200,17 @@ def test_an_empty_manifest_and_lone_surrogates(spool):
     frontier.admit()
     frontier.record(0, Outcome({"snapshot": {"title": "bad \udc80 half"}}))
     assert next(iter(frontier.pages))["fetch"]["snapshot"]["title"] == "bad \udc80 half"
+
+
+def test_the_compact_seen_set_agrees_with_a_set():
+    rng = random.Random(7)
+    values = [rng.getrandbits(64) for _ in range(5000)] + [0, 1, 2**64 - 1]
+    values += [v ^ (1 << 40) for v in values[:500]]  # same low bits: long probe runs
+    compact, reference = urlqueue.HashSet(), set()
+    for value in values + values[:100]:
+        compact.add(value)
+        reference.add(value or 1)
+    assert len(compact) == len(reference)
+    assert all(v in compact for v in values)
+    assert not any(rng.getrandbits(64) | 2 in compact for _ in range(2000))
+    assert "not an int" not in compact

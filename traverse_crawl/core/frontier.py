@@ -36,7 +36,7 @@ from typing import IO, Any
 from traverse_crawl.core import urls
 from traverse_crawl.core.errors import FetchError
 from traverse_crawl.core.pagelog import PageList, PageLog, Spool, dump_manifest, manifest_warnings
-from traverse_crawl.core.urlqueue import UrlQueue
+from traverse_crawl.core.urlqueue import HashSet, UrlQueue
 
 ADMIT_WINDOW = 4096  # with a spool: admitted, uncommitted pages (a head page's wait)
 
@@ -87,9 +87,9 @@ class Frontier:
         # tree that ``scrapy report`` draws (the optional ``discoveredFrom``, CONTRACT §3).
         self.queue = UrlQueue(spool)
         self.queue.append(self.seed_frontier_url, 0)
-        self.seen: set[int] = {urls.url_hash(self.seed_frontier_url)}
+        self.seen = HashSet((urls.url_hash(self.seed_frontier_url),))
         self.window = None if spool is None else ADMIT_WINDOW
-        self.overflow: set[int] = set()  # hashes of distinct URLs past the admissible queue
+        self.overflow = HashSet()  # hashes of distinct URLs past the admissible queue
         self.admitted = 0
         self.pending: dict[int, Outcome] = {}
         self.pages: PageLog = PageList() if spool is None else spool.pages()
@@ -263,7 +263,7 @@ class Frontier:
         """The whole seed fails before any fetch: one page, the raw seed URL (SPEC §13.1)."""
         self.queue = UrlQueue()
         self.queue.append(self.seed_url, 0)
-        self.seen = {urls.url_hash(self.seed_url)}
+        self.seen = HashSet((urls.url_hash(self.seed_url),))
         self.admitted = 1
         committed, _ = self.record(0, Outcome({"error": error.to_dict()}))
         return committed[0]
