@@ -89,6 +89,7 @@ class Frontier:
         self.queue.append(self.seed_frontier_url, 0)
         self.seen = HashSet((urls.url_hash(self.seed_frontier_url),))
         self.window = None if spool is None else ADMIT_WINDOW
+        self.discovered_from: dict[str, str] = {}  # parents set from outside (Redis worker)
         self.overflow = HashSet()  # hashes of distinct URLs past the admissible queue
         self.admitted = 0
         self.pending: dict[int, Outcome] = {}
@@ -167,7 +168,7 @@ class Frontier:
         """The manifest's page object for an admitted URL (CONTRACT §3)."""
         url, depth = self.queue[index]
         page: dict[str, Any] = {"id": self._id_prefix + url, "url": url, "depth": depth}
-        parent = self.queue.entry(index)[2]
+        parent = self.queue.entry(index)[2] or self.discovered_from.get(url)
         if parent is not None:
             page["discoveredFrom"] = parent
         page["fetch"] = outcome.fetch

@@ -69,7 +69,9 @@ class UrlQueue:
         self._base = 0
         self._length = 0
 
-    def append(self, url: str, depth: int, parent: str | None = None) -> None:
+    def append(self, url: str | tuple[str, int], depth: int = 0, parent: str | None = None) -> None:
+        if isinstance(url, tuple):  # ``append((url, depth))``, as on a list (the Redis worker)
+            url, depth = url
         self._length += 1
         if self._fifo is None:
             self._items.append((url, depth, parent))
@@ -89,6 +91,10 @@ class UrlQueue:
     def __getitem__(self, index: int) -> tuple[str, int]:
         url, depth, _ = self.entry(index)
         return url, depth
+
+    def __setitem__(self, index: int, value: tuple[str, int]) -> None:
+        """Replace an entry held in memory (the Redis worker fills its placeholders)."""
+        self._items[index - self._base] = (value[0], value[1], self.entry(index)[2])
 
     def forget(self, committed: int) -> None:
         """Pages below ``committed`` are committed: their entries may go (with a spool)."""

@@ -149,7 +149,7 @@ class Worker:
             return list(self.spider._finish(task.seed, 0, Outcome({"error": error.to_dict()})))
         page_id = urls.page_id(frontier.seed_id, task.url)
         admission = Admission(task.index, task.url, task.depth, page_id)
-        return list(self.spider._requests(task.seed, [admission]))
+        return [self.spider._request(task.seed, admission)]
 
     async def _frontier(self, key: int) -> Frontier:
         """The local view of seed ``key``: its settings and the entries taken from it."""

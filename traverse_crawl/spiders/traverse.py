@@ -15,11 +15,8 @@ Meta keys set here (read by the middlewares and pipelines):
 
 With ``TRAVERSE_SITEMAPS`` on, each seed's sitemap files are requested too
 (``traverse_crawl.sitemaps``); their URLs reach the frontier in one step.
-
-Memory stays flat in the number of pages (issue 17): committed pages go to the
-crawl's spool (``core/pagelog.py``), and a seed has at most ``REQUEST_WINDOW``
-requests out; the URLs admitted beyond them wait in the frontier's queue and
-become requests in admission order (Scrapy's scheduler's order: -depth, FIFO).
+Memory (issue 17): committed pages go to the crawl's spool (``core/pagelog.py``); at
+most ``REQUEST_WINDOW`` requests a seed are out, the others wait in its frontier.
 """
 
 from __future__ import annotations
@@ -61,9 +58,7 @@ logger = logging.getLogger(__name__)
 
 # Pages at least this long (characters) are parsed for links in a worker thread.
 _THREAD_PARSE_CHARS = 256 * 1024
-# Requests out per seed: far above the downloader's concurrency (16), so it never
-# waits for one; each costs about 2 KB (a Request, its meta) while it waits.
-REQUEST_WINDOW = 256
+REQUEST_WINDOW = 256  # requests out per seed: far above the downloader's 16; 2 KB each
 
 
 class TraverseSpider(Spider):
@@ -110,10 +105,10 @@ class TraverseSpider(Spider):
             return
         records = self.job.begin(self.crawler.stats) if self.job is not None else []
         for key, seed in enumerate(self.seeds):
+            c = self.config
             frontier = Frontier(
-                seed.id, seed.url, self.config.max_pages, self.config.max_depth, self.config.mode,
-                spool=self.spool,
-            )  # fmt: skip
+                seed.id, seed.url, c.max_pages, c.max_depth, c.mode, spool=self.spool
+            )
             self.frontiers[key] = frontier
             if self.config.mode == "replay" and not os.path.isdir(self.config.store):
                 # CONTRACT §1: a crawl that ran, with one invalid-config page per seed.
@@ -136,7 +131,6 @@ class TraverseSpider(Spider):
                 for out in self._finish(key, 0, Outcome({"error": error.to_dict()})):
                     yield out
                 continue
-            self._next[key] = len(frontier.pages)
             for request in self._next_requests(key):
                 yield request
             if key in sitemap_requests:
@@ -145,13 +139,9 @@ class TraverseSpider(Spider):
 
     # -- requests ------------------------------------------------------------
 
-    def _requests(self, key: int, admissions: list[Admission]) -> list[WhatwgRequest]:
-        return [self._request(key, adm) for adm in admissions]  # the Redis worker's
-
-    def _next_requests(self, key: int) -> list[WhatwgRequest]:
-        """Requests for the seed's next admitted URLs, up to ``REQUEST_WINDOW`` out."""
+    def _next_requests(self, key: int) -> list[WhatwgRequest]:  # up to REQUEST_WINDOW out
         frontier, out = self.frontiers[key], self._out.setdefault(key, set())
-        index, batch = self._next.get(key, 0), []
+        index, batch = self._next.get(key, len(frontier.pages)), []
         while len(out) < REQUEST_WINDOW and index < frontier.admitted:
             if index >= len(frontier.pages) and index not in frontier.pending:  # not resumed
                 out.add(index)
@@ -161,7 +151,6 @@ class TraverseSpider(Spider):
         return batch
 
     def _request(self, key: int, adm: Admission) -> WhatwgRequest:
-        seed = self.seeds[key]
         meta: dict[str, Any] = {
             "traverse_seed": key,
             "traverse_index": adm.index,
@@ -172,8 +161,8 @@ class TraverseSpider(Spider):
             "download_slot": self.frontiers[key].seed_origin,
             "depth": adm.depth,
         }
-        if adm.index == 0 and seed.content_type:
-            meta["traverse_hint"] = seed.content_type
+        if adm.index == 0 and (hint := self.seeds[key].content_type):
+            meta["traverse_hint"] = hint
         # The URL is requested exactly as the frontier holds it (issue 11).
         return WhatwgRequest(
             adm.url,
