@@ -111,6 +111,8 @@ class UrlQueue:
         return ((url, depth) for url, depth, _ in self._items)
 
     def __eq__(self, other: object) -> bool:
+        if isinstance(other, list):  # as the list of (url, depth) it was before issue 17
+            return self._base == 0 and list(self) == other
         if not isinstance(other, UrlQueue):
             return NotImplemented
         return (self._base, self._length, list(self)) == (other._base, other._length, list(other))
