@@ -105,10 +105,8 @@ class TraverseSpider(Spider):
             return
         records = self.job.begin(self.crawler.stats) if self.job is not None else []
         for key, seed in enumerate(self.seeds):
-            c = self.config
-            frontier = Frontier(
-                seed.id, seed.url, c.max_pages, c.max_depth, c.mode, spool=self.spool
-            )
+            c, spool = self.config, self.spool
+            frontier = Frontier(seed.id, seed.url, c.max_pages, c.max_depth, c.mode, spool=spool)
             self.frontiers[key] = frontier
             if self.config.mode == "replay" and not os.path.isdir(self.config.store):
                 # CONTRACT §1: a crawl that ran, with one invalid-config page per seed.
