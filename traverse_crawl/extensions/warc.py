@@ -25,38 +25,40 @@ retries included:
   ``fetchedAt``, content type, status, redirects, validators (or the error
   kind): the fields ``scrapy warc import`` restores.
 
-The reactor thread only takes what a record needs (record id, date, headers,
-body); one writer thread builds, hashes, compresses and appends the records,
-in order (zlib and hashlib release the GIL while they work). Files are
-closed and renamed when the spider closes, also after a SIGTERM
-(Scrapy's graceful shutdown). A write that fails (disk full) is logged once,
-counted, and never stops the crawl.
+The reactor thread only takes what a record needs (headers, body, the time)
+and hands it to one writer *process* over a pipe (``core.warcwriter``), which
+builds, hashes, compresses and appends the records in order, on another core
+and outside this interpreter's GIL (docs/performance.md). The pipe is closed
+when the spider closes, also after a SIGTERM (Scrapy's graceful shutdown); the
+writer then writes what it was given, closes and renames its file and reports
+its counts. A write that fails (disk full) is logged, counted, and never stops
+the crawl.
 
 Meta keys: ``traverse_page_id``, ``traverse_revalidate_sent``,
 ``traverse_revalidate_prior`` (read), ``traverse_warc_navigation`` (read).
-Stats: ``warc/records``, ``warc/responses``, ``warc/revisits``,
-``warc/metadata``, ``warc/files``, ``warc/write_failed``.
+Stats: ``warc/responses``, ``warc/revisits``, ``warc/metadata`` (counted as
+handed to the writer); ``warc/records``, ``warc/files``, ``warc/write_failed``
+(reported by the writer when the spider closes).
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, NamedTuple
+import time
+from typing import Any
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
-from warcio.recordloader import ArcWarcRecord
 
 from traverse_crawl import __version__
 from traverse_crawl.core import warc
 from traverse_crawl.core.attempt import REVALIDATE_SENT as SENT
 from traverse_crawl.core.config import get_config
-from traverse_crawl.core.sourceref import build_source_ref
-from traverse_crawl.core.warcdigests import DigestIndex
 from traverse_crawl.core.warcexport import metadata_fields
+from traverse_crawl.core.warcwriter import Exchange, Metadata, RawHeaders, WriterProcess
 from traverse_crawl.downloadermiddlewares.revalidate import PRIOR
 from traverse_crawl.stats import inc
 
@@ -75,30 +77,9 @@ _INFO_SETTINGS = (
 )
 
 
-class Exchange(NamedTuple):
-    """One download, as taken in the reactor thread for the writer thread."""
-
-    record_id: str
-    date: str
-    url: str
-    status: int
-    protocol: str
-    headers: warc.Headers
-    body: bytes
-    truncated: bool
-    method: str
-    request_headers: warc.Headers
-    request_body: bytes
-    prior: dict[str, Any] | None  # the stored snapshot a 304 revalidated
-
-
-def _headers(headers: Any) -> warc.Headers:
-    """Scrapy's Headers as (name, value) pairs, in Scrapy's order and casing."""
-    return [
-        (name.decode("latin-1"), value.decode("latin-1"))
-        for name, values in headers.items()
-        for value in values
-    ]
+def _raw(headers: warc.Headers) -> RawHeaders:
+    """A rendered page's navigation headers in the shape of Scrapy's ``Headers.items()``."""
+    return [(name.encode("latin-1"), [value.encode("latin-1")]) for name, value in headers]
 
 
 class WarcWriterExtension:
@@ -107,18 +88,15 @@ class WarcWriterExtension:
         if config.mode != "capture" or not config.warc_dir:
             raise NotConfigured
         self.crawler = crawler
+        self.directory = config.warc_dir
         info = {name: crawler.settings.get(name) for name in _INFO_SETTINGS}
         software = f"traverse_crawl/{__version__} (Scrapy, warcio)"
-        self.files = warc.RollingWarcFiles(
+        self.writer = WriterProcess(
             config.warc_dir, "traverse", config.warc_max_size, warc.info_fields(software, info)
         )
-        self.digests = DigestIndex(config.warc_dir)
-        self.last_response: dict[str, tuple[str, str]] = {}  # page id -> record id, URL
-        self.responses: dict[str, warc.Written] = {}  # writer thread only
-        self.failures = 0
-        # One writer thread keeps the records in order; zlib and hashlib release
-        # the GIL, so compression overlaps the crawl (docs/performance.md).
-        self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="warc-writer")
+        self.keys = itertools.count()
+        self.last_response: dict[str, tuple[int, str]] = {}  # page id -> exchange key, URL
+        self.lost = 0  # jobs the writer was gone for
         crawler.signals.connect(self.response_downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(self.response_received, signal=signals.response_received)
         crawler.signals.connect(self.item_scraped, signal=signals.item_scraped)
@@ -132,38 +110,44 @@ class WarcWriterExtension:
     # -- exchanges -----------------------------------------------------------
 
     def response_downloaded(self, response: Response, request: Request, **_: Any) -> None:
-        # Here, in the reactor thread, only what the writer thread needs is taken;
+        # Here, in the reactor thread, only what the writer process needs is taken;
         # building, hashing and compressing the records happens there.
         meta = request.meta
-        status, headers, body = response.status, _headers(response.headers), response.body
-        url = response.url
+        status, body, url = response.status, response.body, response.url
+        headers: RawHeaders = list(response.headers.items())
         if "playwright" in response.flags:
             navigation = meta.pop(warc.NAVIGATION, None)
             if not navigation:
                 return  # nothing the browser received for the page itself to write
-            status, headers, body = navigation["status"], navigation["headers"], navigation["body"]
-            url = navigation.get("url", url)
+            status, body = navigation["status"], navigation["body"]
+            headers, url = _raw(navigation["headers"]), navigation.get("url", url)
         prior = meta.get(PRIOR)
         revisit = status == 304 and prior is not None and meta.get(SENT) == request.url
-        self._inc("warc/revisits" if revisit else "warc/responses")
-        exchange = Exchange(
-            warc.new_record_id(),
-            warc.warc_date(),
-            url,
-            status,
-            getattr(response, "protocol", None) or "HTTP/1.1",
-            headers,
-            body,
-            bool({"download_stopped", "dataloss"} & set(response.flags)),
-            request.method,
-            _headers(request.headers),
-            request.body,
-            prior if revisit else None,
-        )
-        self.writer.submit(self._write_exchange, exchange)
+        inc(self.crawler.stats, "warc/revisits" if revisit else "warc/responses")
+        key = next(self.keys)
         page_id = meta.get("traverse_page_id")
-        if isinstance(page_id, str):
-            self.last_response[page_id] = (exchange.record_id, url)
+        page = page_id if isinstance(page_id, str) else ""
+        earlier = self.last_response.get(page) if page else None
+        self._send(
+            Exchange(
+                key,
+                time.time(),
+                url,
+                status,
+                getattr(response, "protocol", None) or "HTTP/1.1",
+                headers,
+                body,
+                bool({"download_stopped", "dataloss"} & set(response.flags)),
+                request.method,
+                list(request.headers.items()),
+                request.body,
+                prior if revisit else None,
+                bool(page),
+                earlier[0] if earlier else None,
+            )
+        )
+        if page:
+            self.last_response[page] = (key, url)
 
     def response_received(self, response: Response, request: Request, **kwargs: Any) -> None:
         """A navigation Chromium received but did not render (a redirect, an error
@@ -177,7 +161,7 @@ class WarcWriterExtension:
         page_id = item.get("id") if isinstance(item, dict) else None
         if not isinstance(page_id, str) or page_id not in self.last_response:
             return
-        record_id, url = self.last_response.pop(page_id)
+        key, url = self.last_response.pop(page_id)
         fetch = item.get("fetch") or {}
         source_ref = item.get("sourceRef") or ""
         fields: dict[str, Any] = {"pageId": page_id}
@@ -186,67 +170,30 @@ class WarcWriterExtension:
             fields["pageId"] = page_id  # the page's id; a 304's prior may be another hop's
         else:
             fields["error"] = (fetch.get("error") or {}).get("kind")
-        self._inc("warc/metadata")
-        self.writer.submit(
-            self._write_metadata, url, fields, warc.warc_date(), record_id, source_ref
-        )
+        inc(self.crawler.stats, "warc/metadata")
+        self._send(Metadata(key, time.time(), url, fields, source_ref))
 
-    # -- the writer thread ---------------------------------------------------
-
-    def _write_exchange(self, x: Exchange) -> None:
-        extra = {"WARC-Record-ID": x.record_id}
-        if x.prior is not None:
-            earlier = self.digests.earlier(build_source_ref(x.prior), x.prior)
-            record = warc.revisit_record(
-                x.url, x.status, x.protocol, x.headers, x.date, earlier, extra
-            )
-        else:
-            record = warc.response_record(
-                x.url, x.status, x.protocol, x.headers, x.body, x.date, extra
-            )
-            if x.truncated:
-                record.rec_headers.add_header("WARC-Truncated", "length")
-            self.responses[x.record_id] = warc.written(record)
-        sent = warc.request_record(
-            x.url, x.method, x.request_headers, x.request_body, x.date, x.record_id
-        )
-        self._write_now(sent, record)
-
-    def _write_metadata(
-        self, url: str, fields: dict[str, Any], date: str, refers_to: str, source_ref: str
-    ) -> None:
-        self._write_now(warc.metadata_record(url, fields, date, refers_to))
-        response = self.responses.pop(refers_to, None)
-        if source_ref and response is not None:
-            self.digests.add(source_ref, response)
-
-    def _write_now(self, *records: ArcWarcRecord) -> bool:
-        before = len(self.files.closed_files)
-        try:
-            self.files.write(*records)
-        except Exception as exc:  # the I/O edge: the crawl goes on without this record
-            self.failures += 1
-            log = logger.warning if self.failures == 1 else logger.debug
-            log("WARC write to %s failed: %s", self.files.directory, exc)
-            self._inc("warc/write_failed")
-            return False
-        self._inc("warc/records", len(records))
-        self._inc("warc/files", len(self.files.closed_files) - before)
-        return True
+    def _send(self, job: Exchange | Metadata) -> None:
+        if not self.writer.send(job):
+            self.lost += 1
+            if self.lost == 1:
+                logger.warning("the WARC writer process is gone: records not written")
 
     def spider_closed(self, **_: Any) -> None:
-        self.writer.shutdown(wait=True)
-        before = len(self.files.closed_files)
-        try:
-            self.files.close()
-        except OSError as exc:
-            logger.warning("WARC file %s could not be closed: %s", self.files.path, exc)
-        self.digests.close()
-        self._inc("warc/files", len(self.files.closed_files) - before)
+        summary = self.writer.close()
+        stats = self.crawler.stats
+        for key, count in (
+            ("warc/records", summary.records),
+            ("warc/files", summary.files),
+            ("warc/write_failed", summary.failures + self.lost),
+        ):
+            if count:
+                inc(stats, key, count)
+        if summary.error:
+            logger.warning("%s (%d failed writes)", summary.error, summary.failures)
         logger.info(
-            "WARC: %d file(s) written to %s", len(self.files.closed_files), self.files.directory
+            "WARC: %d file(s) written to %s (writer process: %.2f s of CPU)",
+            summary.files,
+            self.directory,
+            summary.cpu_s,
         )
-
-    def _inc(self, key: str, count: int = 1) -> None:
-        if count:
-            inc(self.crawler.stats, key, count)
