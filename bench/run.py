@@ -630,7 +630,14 @@ def bench_warc(bench: Bench) -> dict[str, Any]:
     print(line("capture + WARC", warc))
     ratio = warc["pages_per_s"] / plain["pages_per_s"] if plain["pages_per_s"] else 0.0
     mb = statistics.median(warc_bytes) / 2**20 if warc_bytes else 0.0
+    # The writer process's own CPU (logged by the extension), part of the run's CPU above.
+    logged = [
+        re.search(r"writer process: ([\d.]+) s of CPU", Path(r.log).read_text()) for r in warc_runs
+    ]
+    writer = [1000 * float(m.group(1)) / pages for m in logged if m]
+    warc["writer_cpu_ms_per_page"] = round(statistics.median(writer), 2) if writer else None
     print(f"  WARC/no-WARC pages/s {ratio:.2f}x; WARC files {mb:.1f} MiB per capture")
+    print(f"  of the CPU with WARC, the writer process: {warc['writer_cpu_ms_per_page']} ms/page")
     print(f" target: >= {TARGET_WARC_RATIO}x: {verdict(ratio >= TARGET_WARC_RATIO)}")
     return {
         "pages": pages,

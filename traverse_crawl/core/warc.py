@@ -218,11 +218,14 @@ class RollingWarcFiles:
     passed to one ``write`` call stay in one file (a request with its response).
     """
 
-    def __init__(self, directory: str, prefix: str, max_size: int, info: dict[str, str]) -> None:
+    def __init__(
+        self, directory: str, prefix: str, max_size: int, info: dict[str, str], pid: int = 0
+    ) -> None:
         self.directory = directory
         self.max_size = max_size
         self.info = info
-        self.stem = f"{prefix}-{datetime.now(timezone.utc):%Y%m%d%H%M%S}-{os.getpid()}"
+        pid = pid or os.getpid()  # the crawl's, when another process writes for it
+        self.stem = f"{prefix}-{datetime.now(timezone.utc):%Y%m%d%H%M%S}-{pid}"
         self.serial = 0
         self.handle: BinaryIO | None = None
         self.path = ""

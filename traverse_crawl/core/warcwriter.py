@@ -27,10 +27,12 @@ import json
 import os
 import pickle
 import resource
+import select
 import signal
 import struct
 import subprocess
 import sys
+from collections import deque
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from typing import IO, Any, NamedTuple
@@ -41,7 +43,8 @@ from traverse_crawl.core.warcdigests import DigestIndex
 
 _LENGTH = struct.Struct(">I")
 _ID = "WARC-Record-ID"
-PIPE_SIZE = 1 << 20  # so the crawl runs ahead of the writer by about 40 pages without waiting
+PIPE_SIZE = 1 << 20  # the crawl runs ahead of the writer by about 40 pages of 22 KB in the pipe
+MAX_PENDING = 4 << 20  # and by up to 4 MiB more in memory before it waits for the writer
 RawHeaders = list[tuple[bytes, list[bytes]]]  # Scrapy's Headers.items(): name, values
 
 
@@ -95,8 +98,10 @@ def header_pairs(raw: RawHeaders) -> warc.Headers:
 class Writer:
     """The child's side: what the extension's writer thread did before."""
 
-    def __init__(self, directory: str, prefix: str, max_size: int, info: dict[str, str]) -> None:
-        self.files = warc.RollingWarcFiles(directory, prefix, max_size, info)
+    def __init__(
+        self, directory: str, prefix: str, max_size: int, info: dict[str, str], pid: int
+    ) -> None:
+        self.files = warc.RollingWarcFiles(directory, prefix, max_size, info, pid)
         self.digests = DigestIndex(directory)
         self.pages: dict[int, tuple[str, warc.Written | None]] = {}  # key -> response written
         self.summary = Summary()
@@ -205,8 +210,17 @@ class WriterProcess:
             fcntl.fcntl(self.fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
         except OSError:
             pass  # the system's limit is lower: the default pipe still works, with more waits
+        os.set_blocking(self.fd, False)
+        self.pending: deque[memoryview] = deque()  # frames the pipe had no room for yet
+        self.pending_size = 0
         self.broken = False
-        config = {"directory": directory, "prefix": prefix, "max_size": max_size, "info": info}
+        config = {
+            "directory": directory,
+            "prefix": prefix,
+            "max_size": max_size,
+            "info": info,
+            "pid": os.getpid(),
+        }
         self.send(config)
 
     def send(self, job: Exchange | Metadata | dict[str, Any]) -> bool:
@@ -214,17 +228,42 @@ class WriterProcess:
         if self.broken:
             return False
         data = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
-        view = memoryview(_LENGTH.pack(len(data)) + data)
-        try:
-            while view:  # a blocking pipe: waits while the child is a full pipe behind
-                view = view[os.write(self.fd, view) :]
-        except OSError:
-            self.broken = True
+        self.pending.append(memoryview(_LENGTH.pack(len(data)) + data))
+        self.pending_size += len(self.pending[-1])
+        self._flush(MAX_PENDING)
         return not self.broken
+
+    def _flush(self, limit: int) -> None:
+        """Write what the pipe takes now; wait only while more than ``limit`` bytes are left.
+
+        A writer descheduled for a moment (a loaded machine) then costs the
+        crawl nothing; one that stays behind slows the crawl to its pace.
+        """
+        while self.pending:
+            try:
+                written = os.write(self.fd, self.pending[0])
+            except BlockingIOError:
+                if self.pending_size <= limit:
+                    return
+                poller = select.poll()
+                poller.register(self.fd, select.POLLOUT)
+                poller.poll()
+                continue
+            except OSError:  # the child is gone
+                self.broken = True
+                self.pending.clear()
+                return
+            self.pending_size -= written
+            if written < len(self.pending[0]):
+                self.pending[0] = self.pending[0][written:]
+            else:
+                self.pending.popleft()
 
     def close(self) -> Summary:
         """Close the pipe, wait for the child to write what it was given, and report."""
         assert self.proc.stdin is not None
+        if not self.broken:
+            self._flush(0)
         try:
             self.proc.stdin.close()
         except OSError:
