@@ -5,8 +5,6 @@ from __future__ import annotations
 import gzip
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from typing import Any
@@ -14,9 +12,16 @@ from typing import Any
 import pytest_twisted
 from warcio.archiveiterator import ArchiveIterator
 
-from tests.cli import REPO, crawl_args, scrapy_env
 from tests.server import Handler, Reply, Server
-from tests.warctools import pywb, pywb_cdx, replayed, warc_files, warcio_check, warcio_index
+from tests.warctools import (
+    pywb,
+    pywb_cdx,
+    replayed,
+    start_big_capture,
+    warc_files,
+    warcio_check,
+    warcio_index,
+)
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8
 GZ_HTML = ("<p>" + "a gzip-encoded page " * 300 + "</p>").encode()
@@ -166,22 +171,7 @@ async def test_files_roll_at_the_size_limit(server, crawl, tmp_path):
 
 def test_sigterm_mid_capture_leaves_only_closed_valid_files(server, tmp_path):
     pages = 300
-    filler = "<p>" + "lorem ipsum " * 2000 + "</p>"
-    server.site({"/home.html": "".join(f'<a href="p{i}.html">{i}</a>' for i in range(pages))})
-    server.site(
-        {f"/p{i}.html": Reply(body=f"<h1>{i}</h1>{filler}", delay=0.02) for i in range(pages)}
-    )
-    warc_dir = tmp_path / "warc"
-    command = [
-        sys.executable, "-m", "scrapy", "crawl", "traverse",
-        "-a", f"url={server.url('/home.html')}", "-a", "source_id=big",
-        "-s", f"TRAVERSE_MAX_PAGES={pages + 1}", "-s", "TRAVERSE_MAX_DEPTH=1",
-        "-s", f"TRAVERSE_WARC_DIR={warc_dir}", "-s", "TRAVERSE_WARC_MAX_SIZE=200000",
-        *crawl_args(tmp_path, server.origin),
-    ]  # fmt: skip
-    proc = subprocess.Popen(
-        command, cwd=REPO, env=scrapy_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
+    proc, warc_dir = start_big_capture(server, tmp_path, pages)
     try:
         deadline = time.monotonic() + 60
         while len(warc_files(warc_dir)) < 2:

@@ -3,39 +3,16 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 
 import pytest_twisted
 
-from tests.cli import REPO, crawl_args, scrapy_env
-from tests.server import Reply, Server
-from tests.warctools import warc_files, warcio_check, warcio_index
-
-
-def slow_site(server: Server, pages: int) -> None:
-    filler = "<p>" + "lorem ipsum " * 2000 + "</p>"
-    server.site({"/home.html": "".join(f'<a href="p{i}.html">{i}</a>' for i in range(pages))})
-    server.site(
-        {f"/p{i}.html": Reply(body=f"<h1>{i}</h1>{filler}", delay=0.02) for i in range(pages)}
-    )
+from tests.warctools import start_big_capture, warc_files, warcio_check, warcio_index
 
 
 def test_sigkill_of_the_crawl_still_leaves_closed_valid_files(server, tmp_path):
     pages = 300
-    slow_site(server, pages)
-    warc_dir = tmp_path / "warc"
-    command = [
-        sys.executable, "-m", "scrapy", "crawl", "traverse",
-        "-a", f"url={server.url('/home.html')}", "-a", "source_id=big",
-        "-s", f"TRAVERSE_MAX_PAGES={pages + 1}", "-s", "TRAVERSE_MAX_DEPTH=1",
-        "-s", f"TRAVERSE_WARC_DIR={warc_dir}", "-s", "TRAVERSE_WARC_MAX_SIZE=200000",
-        *crawl_args(tmp_path, server.origin),
-    ]  # fmt: skip
-    proc = subprocess.Popen(
-        command, cwd=REPO, env=scrapy_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
+    proc, warc_dir = start_big_capture(server, tmp_path, pages)
     try:
         deadline = time.monotonic() + 60
         while not (warc_files(warc_dir) and list(warc_dir.glob("*.open"))):
@@ -64,7 +41,8 @@ def test_sigkill_of_the_crawl_still_leaves_closed_valid_files(server, tmp_path):
 
 @pytest_twisted.ensureDeferred
 async def test_a_failing_warc_disk_never_stops_the_capture(server, crawl, tmp_path, caplog):
-    slow_site(server, 3)
+    server.site({"/home.html": "".join(f'<a href="p{i}.html">{i}</a>' for i in range(3))})
+    server.site({f"/p{i}.html": f"<h1>{i}</h1>" for i in range(3)})
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a file where the WARC directory should be")
     result = await crawl(

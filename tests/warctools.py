@@ -21,6 +21,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.cli import REPO, crawl_args, scrapy_env
+from tests.server import Reply, Server
+
 # Beside the venv running the tests (``.ci/run`` makes both in the clone; a
 # worktree whose .venv links to a shared one finds the shared .venv-pywb).
 PYWB_BIN = Path(sys.prefix).resolve().parent / ".venv-pywb" / "bin"
@@ -109,3 +112,26 @@ def pywb_cdx(prefix: str, url: str) -> list[dict[str, str]]:
     query = urllib.parse.urlencode({"url": url, "output": "json", "resolveRevisits": "true"})
     with urllib.request.urlopen(f"{prefix}/cdx?{query}", timeout=30) as response:
         return [json.loads(line) for line in response.read().decode().splitlines() if line]
+
+
+def start_big_capture(
+    server: Server, tmp_path: Path, pages: int
+) -> tuple[subprocess.Popen[bytes], Path]:
+    """A ``scrapy crawl`` of ``pages`` slow pages into rolling 200 kB WARC files, started."""
+    filler = "<p>" + "lorem ipsum " * 2000 + "</p>"
+    server.site({"/home.html": "".join(f'<a href="p{i}.html">{i}</a>' for i in range(pages))})
+    server.site(
+        {f"/p{i}.html": Reply(body=f"<h1>{i}</h1>{filler}", delay=0.02) for i in range(pages)}
+    )
+    warc_dir = tmp_path / "warc"
+    command = [
+        sys.executable, "-m", "scrapy", "crawl", "traverse",
+        "-a", f"url={server.url('/home.html')}", "-a", "source_id=big",
+        "-s", f"TRAVERSE_MAX_PAGES={pages + 1}", "-s", "TRAVERSE_MAX_DEPTH=1",
+        "-s", f"TRAVERSE_WARC_DIR={warc_dir}", "-s", "TRAVERSE_WARC_MAX_SIZE=200000",
+        *crawl_args(tmp_path, server.origin),
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        command, cwd=REPO, env=scrapy_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    return proc, warc_dir
