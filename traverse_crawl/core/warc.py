@@ -20,6 +20,8 @@ by hand. What this module owns is the file life cycle and the compression:
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 import zlib
 from dataclasses import dataclass
@@ -33,7 +35,6 @@ from isal import isal_zlib
 from warcio.recordbuilder import RecordBuilder
 from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
-from warcio.utils import Digester
 from warcio.warcwriter import WARCWriter
 
 GZIP_LEVEL = 1
@@ -56,9 +57,7 @@ def warc_date(moment: datetime | None = None) -> str:
 
 def sha1_digest(data: bytes) -> str:
     """``sha1:<base32>``, the digest form warcio writes and pywb indexes."""
-    digester = Digester("sha1")
-    digester.update(data)
-    return str(digester)
+    return _sha1(hashlib.sha1(data))
 
 
 def reason_phrase(status: int) -> str:
@@ -93,6 +92,18 @@ def _record(
     content_type: str = "",
 ) -> ArcWarcRecord:
     headers = {"WARC-Date": date, **(extra or {})}
+    # The digests warcio would compute (SHA-1, base32), with hashlib directly:
+    # warcio's builder and writer each re-read the payload in 16 KB chunks
+    # through Python code, and hash a record without HTTP headers twice.
+    # warcio keeps digests it is given.
+    payload = hashlib.sha1(body)
+    block = payload
+    if http is not None:
+        http.compute_headers_buffer()
+        block = hashlib.sha1(http.headers_buff or b"")
+        block.update(body)
+    headers["WARC-Payload-Digest"] = _sha1(payload)
+    headers["WARC-Block-Digest"] = _sha1(block)
     return BUILDER.create_warc_record(
         url,
         kind,
@@ -102,6 +113,10 @@ def _record(
         warc_headers_dict=headers,
         warc_content_type=content_type,
     )
+
+
+def _sha1(digest: Any) -> str:
+    return "sha1:" + base64.b32encode(digest.digest()).decode("ascii")  # as warcio's Digester
 
 
 def request_record(
