@@ -70,4 +70,6 @@ def test_freed_requests_are_sent_before_the_waves_page_work(server, tmp_path):
     work = sorted(fetched[server.url(path)] for path, _ in children[:CONCURRENCY])
     sent = sorted(at for _, at in children[CONCURRENCY : 2 * CONCURRENCY])
     early = sum(at < started + 0.001 for at, started in zip(sent, work, strict=True))
-    assert early >= CONCURRENCY * 3 // 4, (early, sent, work)
+    # Before the change 0-4 of 16 were; after it 15-16 on a quiet machine. Half leaves room
+    # for the server threads of this loaded test process waking late.
+    assert early >= CONCURRENCY // 2, (early, sent, work)
