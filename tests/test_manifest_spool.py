@@ -90,7 +90,7 @@ async def test_a_stop_then_a_resume_write_streamed_manifests(server, crawl, tmp_
                         source_id="s")  # fmt: skip
     stopped = written(first.manifest_dir)
     assert stopped["warnings"][-1].startswith("crawl stopped before this seed finished")
-    assert 8 <= len(stopped["pages"]) < len(expected["pages"])
+    assert 1 <= len(stopped["pages"]) < len(expected["pages"])
     assert stopped["pages"] == as_built(first.items, stopped)
     second = await crawl(settings=job)  # the seeds from the JOBDIR
     resumed = written(second.manifest_dir)
