@@ -108,7 +108,8 @@ def finish(procs: list[subprocess.Popen[str]], timeout: float = 180) -> list[tup
         try:
             _, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            stop(proc, signal.SIGKILL)
+            for left in procs[len(out) :]:  # every worker left: none outlives the test
+                stop(left, signal.SIGKILL)
             raise
         out.append((proc.returncode, err))
     return out
