@@ -13,8 +13,6 @@ import signal
 import subprocess
 import time
 
-import pytest
-
 from tests.cli import REPO, crawl_args, scrapy, scrapy_env
 from tests.distributed_site import (
     MAX_PAGES,
@@ -139,12 +137,6 @@ def test_redis_paused_costs_time_not_pages(sites, expected, redis_server, tmp_pa
     assert manifests(tmp_path) == expected
 
 
-@pytest.mark.xfail(
-    reason="known bug, issue 13 left open: since the memory-flat spider (issue 17), a worker whose "
-    "Redis stays paused can hang instead of exiting 1 (one stuck before closing, one after its "
-    "stats dump); found at the end of the session, not yet diagnosed",
-    strict=False,
-)
 def test_redis_lost_stops_workers_and_keeps_the_state(sites, expected, redis_server, tmp_path):  # noqa: F811
     """Redis unanswering past TRAVERSE_REDIS_RETRY: every worker stops naming REDIS_URL;
     Redis back, new workers finish the crawl from the state it kept."""

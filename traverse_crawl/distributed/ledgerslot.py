@@ -147,6 +147,11 @@ class LedgerSlot(PoliteSlot):
     def _take_back(self, reason: str) -> None:
         """Fail the queued requests as never sent (``CrawlStopped``): the pages stay
         in the crawl for a later attempt; without the ledger nothing may be sent."""
+        # Unpark: with the later-call left for its hour, the downloader would look
+        # at none of the requests queued after these, and the stop would wait on them.
+        if self.latercall is not None:
+            self.latercall.cancel()
+            self.latercall = None
         while self.queue:
             request, deferred = self.queue.popleft()
             deferred.errback(CrawlStopped(f"{request.url} not sent: {reason}"))
