@@ -48,7 +48,11 @@ from traverse_crawl.stats import inc
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
-POLL_MAX = 0.5  # seconds between polls of an empty queue, at most
+POLL_MAX = 0.5  # seconds between polls of an empty queue, at most, while the crawl has no seed
+# ... and while it has seeds to finish: a worker that found the queue empty polls
+# again soon, or the workers whose commits take the new tasks (``commit``) keep
+# them all, and it sits out the crawl's start and is late to see its end.
+POLL_ACTIVE = 0.05
 
 
 class Worker:
@@ -70,6 +74,9 @@ class Worker:
         self.heartbeat: asyncio.Task[None] | None = None
         self.writing: set[asyncio.Task[None]] = set()
         self.failed = False
+        # The last commit took fewer tasks than it asked for: the queue was empty
+        # then, so the loop does not ask again until its next timed poll.
+        self.dry = False
         self.closing: asyncio.Future[None] | None = None
 
     async def call(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
@@ -98,7 +105,7 @@ class Worker:
         while not stopping(self.crawler) and not self.failed:
             tasks, self.inbox = self.inbox, []
             free = self.room - len(self.held)
-            if not tasks and free > 0:
+            if not tasks and free > 0 and not self.dry:
                 tasks = await self.call(self.remote.take, free)
                 self.held.update((task.name, task) for task in tasks)
             for task in tasks:
@@ -108,8 +115,10 @@ class Worker:
             if tasks:
                 wait = 0.05
                 continue
+            active = bool(self.held)
             if not self.held:  # the crawl can only be over (or empty) when nothing is held
                 seeds, written = await self.call(self.remote.progress)
+                active = written < seeds
                 if seeds and written >= seeds and not self.held:
                     logger.info("crawl %r finished: %d seed(s), every manifest written",
                                 self.keys.crawl_id, seeds)  # fmt: skip
@@ -124,7 +133,8 @@ class Worker:
             try:
                 await asyncio.wait_for(self.wake.wait(), wait)
             except asyncio.TimeoutError:
-                wait = min(wait * 2, POLL_MAX)
+                self.dry = False
+                wait = min(wait * 2, POLL_ACTIVE if active else POLL_MAX)
 
     async def _start_task(self, task: Task) -> list[Any]:
         if task.index is None:
@@ -186,6 +196,7 @@ class Worker:
             return
         finally:
             self.wake.set()
+        self.dry = len(tasks) < take
         for new in tasks:  # taken with the commit: started by the loop
             self.held[new.name] = new
             self.inbox.append(new)
