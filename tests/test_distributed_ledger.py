@@ -24,7 +24,7 @@ from twisted.internet.defer import Deferred
 
 from tests.redisserver import redis_server  # noqa: F401  (fixture)
 from traverse_crawl.core.robots import RobotsFetch
-from traverse_crawl.distributed.ledger import Ledger
+from traverse_crawl.distributed.ledger import CLEARANCE, Ledger
 from traverse_crawl.distributed.ledgerslot import LedgerSlot
 from traverse_crawl.distributed.robotsshare import SharedRobots
 
@@ -272,3 +272,21 @@ async def test_requests_queued_after_the_ledger_was_lost_are_not_left_waiting(re
         finally:
             slot.close()
     assert failed == ["CrawlStopped /1", "CrawlStopped /2", "CrawlStopped /3"]
+
+
+@on_asyncio
+async def test_at_delay_0_a_grant_stands_for_a_moment_and_a_hold_off_ends_it(redis_server):  # noqa: F811
+    async with clients(redis_server.url, 2) as (a, b):
+        mine, other = ledger(a), ledger(b)
+        assert not mine.clear(ORIGIN)
+        await take(mine, 0.0)
+        assert mine.clear(ORIGIN)  # the next requests go without asking Redis
+        await asyncio.sleep(CLEARANCE * 1.2)
+        assert not mine.clear(ORIGIN)  # then it asks again, and sees other workers' hold-offs
+        await take(mine, 0.0)
+        other.hold_off(ORIGIN, 1.0)
+        await other.settled(ORIGIN)
+        assert not (await mine.acquire(ORIGIN, mine.token(), 0.0, False)).granted
+        mine.hold_off(ORIGIN, 1.0)  # its own hold-off ends its clearance at once
+        assert not mine.clear(ORIGIN)
+        await mine.settled(ORIGIN)

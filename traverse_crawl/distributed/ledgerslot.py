@@ -13,7 +13,9 @@ origin this slot instead of ``PoliteSlot``. The slot's queue is the same
   downloader dispatch — one request while the origin's delay is > 0 (this
   worker then holds the origin), or as many as the slot takes when it is 0;
 - the end of the download releases the hold (the delay runs from then, on
-  Redis's clock) and the slot asks again for its next request.
+  Redis's clock) and the slot asks again for its next request;
+- at delay 0 a grant stands for ``ledger.CLEARANCE`` (0.25 s): requests queued
+  meanwhile go without asking (``ledger/reused``), retries still ask.
 
 Only the head of each origin's queue waits, so the other requests of the origin
 stay in the slot's queue where Scrapy's downloader-aware priority queue sees
@@ -103,6 +105,10 @@ class LedgerSlot(PoliteSlot):
             return _EPSILON if self.delay else 0.0
         if not self.queue:
             return 0.0
+        if not self.delay and NOT_BEFORE not in self.queue[0][0].meta:
+            if self.ledger.clear(self.origin):  # a grant of the last CLEARANCE seconds
+                inc(self.stats, "ledger/reused")
+                return 0.0
         if self.delay and self.holding is not None:
             return self._park()  # our request is in flight: its end asks again
         if self.asking is None:
