@@ -1,0 +1,43 @@
+"""A Scrapy extension for ``tests/test_latency_gc.py``: what the garbage collector holds.
+
+Records, as JSON in ``HEAP_PROBE_OUT``, ``gc.get_freeze_count()`` and the number
+of objects in the oldest generation when the first response reaches the engine
+(mid-crawl), and the freeze count once the engine has stopped (after every
+``spider_closed`` handler).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+from typing import Any
+
+from scrapy import signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+
+
+class HeapProbe:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.seen: dict[str, int] = {}
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> HeapProbe:
+        path = crawler.settings.get("HEAP_PROBE_OUT")
+        if not path:
+            raise NotConfigured
+        probe = cls(path)
+        crawler.signals.connect(probe.response, signal=signals.response_received)
+        crawler.signals.connect(probe.stopped, signal=signals.engine_stopped)
+        return probe
+
+    def response(self, **_: Any) -> None:
+        if "frozen" not in self.seen:
+            self.seen["frozen"] = gc.get_freeze_count()
+            self.seen["oldest"] = len(gc.get_objects(generation=2))
+
+    def stopped(self) -> None:
+        self.seen["frozen_after"] = gc.get_freeze_count()
+        with open(self.path, "w", encoding="utf-8") as out:
+            json.dump(self.seen, out)
