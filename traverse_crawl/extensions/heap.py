@@ -1,9 +1,10 @@
 """The crawl's start-up objects out of the garbage collector's way (issue 17).
 
 Importing Scrapy, Twisted, lxml and the project leaves some 90,000 objects
-that live as long as the process. CPython's full collections walk all of them: three to four times in a 2,000-page crawl, 50-250 ms each, during which
-the reactor neither reads a response nor sends a request (with 50 ms of latency
-per response, every one emptied all 16 places: docs/performance.md, "Latency").
+that live as long as the process. CPython's full collections walk all of them:
+three to four times in a 2,000-page crawl, 50-250 ms each, during which the
+reactor neither reads a response nor sends a request (with 50 ms of latency per
+response, each one emptied all 16 places: docs/performance.md, "Latency").
 
 When the spider opens — every component built, no request sent yet — one full
 collection clears what start-up left behind, then ``gc.freeze()`` moves every
