@@ -5,8 +5,11 @@
 Live and capture runs alternate (live, capture, live, capture, ...), each
 capture into a fresh store, so drift in the machine's load hits both alike;
 medians of pages/s (Scrapy's ``elapsed_time_seconds``) and of CPU per page
-(``ru_utime + ru_stime`` of the crawl process) are reported with their ratio.
-Every capture is checked to have stored one snapshot per page.
+(``ru_utime + ru_stime`` of the crawl process, which includes the snapshot
+writer process it waited for) are reported with their ratio; the writer
+process's own CPU (logged by the pipeline) is reported beside it, and the crawl
+process's own CPU is the difference. Every capture is checked to have stored
+one snapshot per page.
 
 ``--baseline DIR`` adds a third configuration, interleaved with the other two:
 capture with the ``traverse_crawl`` package of another checkout (``git worktree
@@ -15,10 +18,20 @@ add DIR <commit>`` or ``git archive``), for an A/B of a change to the write path
 
 from __future__ import annotations
 
+import re
+import statistics
 from pathlib import Path
 from typing import Any
 
 TARGET_CAPTURE_RATIO = 0.9  # capture pages/s >= 0.9x live pages/s (issue 17)
+_WRITER_CPU = re.compile(r"snapshot writer process: .* ([\d.]+) s of CPU")
+
+
+def writer_cpu_ms_per_page(runs: list[Any], pages: int) -> float | None:
+    """Median CPU per page of the snapshot writer process (part of each run's CPU)."""
+    found = [_WRITER_CPU.search(Path(run.log).read_text(errors="replace")) for run in runs]
+    cpu = [1000 * float(m.group(1)) / pages for m in found if m]
+    return round(statistics.median(cpu), 2) if cpu else None
 
 
 def bench_capture(bench: Any) -> dict[str, Any]:
@@ -47,6 +60,12 @@ def bench_capture(bench: Any) -> dict[str, Any]:
     for name in labels:
         out[name] = r.summary(runs[name])
         print(r.line(name, out[name]))
+        if name != "live":
+            writer = writer_cpu_ms_per_page(runs[name], pages)
+            out[name]["writer_cpu_ms_per_page"] = writer
+            if writer is not None:
+                own = out[name]["cpu_ms_per_page"] - writer
+                print(f"    of its CPU: writer process {writer:.2f}, crawl {own:.2f} ms/page")
     live, cap = out["live"], out["capture"]
     ratio = cap["pages_per_s"] / live["pages_per_s"] if live["pages_per_s"] else 0.0
     # Per run pair too: a pair ran back to back, so its ratio sees the same load.

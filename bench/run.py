@@ -57,7 +57,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.capture import bench_capture  # noqa: E402
+from bench.capture import bench_capture, writer_cpu_ms_per_page  # noqa: E402
 from bench.site import (  # noqa: E402
     DEFAULT_PAGE_BYTES,
     DEFAULT_PAGES,
@@ -668,7 +668,7 @@ BUCKETS: list[tuple[str, str]] = [
         "HTML parse (lxml)",
         r"document_fromstring|create_root_node|^_parse \(traverse_crawl/core/links",
     ),
-    ("snapshot: decode + sha256", r"\((traverse_crawl/core/snapshot|w3lib/encoding)"),
+    ("snapshot: decode + sha256", r"\((traverse_crawl/core/snapshot\.py|w3lib/encoding)"),
     ("WHATWG URLs (ada-url, core/urls)", r"\((ada_url/|traverse_crawl/core/urls)"),
     (
         "link extraction (selectors, urljoin)",
@@ -679,7 +679,7 @@ BUCKETS: list[tuple[str, str]] = [
     ("sourceRef", r"\(traverse_crawl/core/sourceref"),
     (
         "snapshot store (files, JSON)",
-        r"\(traverse_crawl/core/(store|atomic|groupcommit)",
+        r"\(traverse_crawl/core/(store|atomic|groupcommit|snapshot(file|writer|child))",
     ),
     ("Request objects", r"^Request\.__init__ |\(scrapy/http/request/|^Request\.replace "),
     ("scheduler priority queues (pqueues)", r"\((scrapy/pqueues|queuelib/)"),
@@ -854,6 +854,11 @@ def _profile_modes(bench: Bench, spy: str, rate: int, live: dict[str, Any]) -> d
                 shutil.rmtree(store, ignore_errors=True)
             runs.append(bench.traverse(f"{mode}-cpu-{i}", mode=mode, store=store))
         cpu = summary(runs)["cpu_ms_per_page"]
+        # py-spy samples the crawl process only: its CPU without the writer process's.
+        writer = writer_cpu_ms_per_page(runs, pages) if mode == "capture" else None
+        if writer is not None:
+            print(f"\n {mode}: the snapshot writer process {writer:.2f} ms of CPU per page")
+            cpu -= writer
         raw = RESULTS / f"profile-{mode}.pyspy.txt"
         if mode == "capture":
             shutil.rmtree(store, ignore_errors=True)  # the profiled capture is the one replayed

@@ -8,6 +8,7 @@ the pages that did not fit.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import random
@@ -15,18 +16,20 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.jobdir_helpers import crawl_command, long_site, manifest, run, start, stop
+from tests.distributed_helpers import run_async
+from tests.jobdir_helpers import PAGES, crawl_command, long_site, manifest, run, start, stop
 from tests.server import Server
 from traverse_crawl.core import groupcommit
-from traverse_crawl.core.groupcommit import GroupCommitWriter, Result, write_batch
+from traverse_crawl.core.groupcommit import write_batch
 from traverse_crawl.core.journal import FileJournal
+from traverse_crawl.core.snapshotfile import encode
+from traverse_crawl.core.snapshotwriter import Delivered, SnapshotWriter, WriterLost
 from traverse_crawl.core.sourceref import parse_source_ref
 from traverse_crawl.core.store import FilesystemSnapshotStore, deserialize
 
@@ -72,34 +75,74 @@ def test_a_batch_writes_every_file_and_fails_only_the_broken_ones(
     assert _leftovers(tmp_path) == []
 
 
-def test_the_writer_answers_every_file_once_in_order_in_batches(tmp_path: Path) -> None:
-    batches: list[list[Result]] = []
-    done = threading.Event()
+def _snapshot(i: int, body: str = "") -> dict[str, Any]:
+    return {
+        "sourceId": f"d{i % 7}", "url": f"https://example.test/{i}",
+        "fetchedAt": f"2026-11-30T00:00:{i:04d}Z", "status": 200, "contentType": "html",
+        "body": body or f"file {i}", "bodyHash": f"{i:064x}",
+    }  # fmt: skip
+
+
+def _write(
+    root: Path, count: int, kill_after: int | None = None
+) -> tuple[list[Delivered], SnapshotWriter]:
+    """Hand ``count`` snapshots to a real writer process on an asyncio loop; with
+    ``kill_after``, SIGKILL the child once that many answers are in. Runs until
+    every file is answered and the child has ended."""
+    store = FilesystemSnapshotStore(str(root))
+    batches: list[Delivered] = []
+
+    async def write() -> SnapshotWriter:
+        def deliver(results: Delivered) -> None:
+            batches.append(results)
+            if kill_after is not None and sum(map(len, batches)) >= kill_after:
+                writer.proc.kill()
+
+        writer = SnapshotWriter(asyncio.get_running_loop(), deliver)
+        for i in range(count):
+            snapshot = _snapshot(i, "x" * 30_000 if kill_after is not None else "")
+            writer.submit(i, store.path(snapshot), snapshot)
+        ended: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        writer.close(ended.set_result)
+        await asyncio.wait_for(ended, 60)
+        return writer
+
+    return batches, run_async(write())
+
+
+def test_the_writer_process_answers_every_file_once_in_order_in_batches(tmp_path: Path) -> None:
     total = 300
-
-    def deliver(results: list[Result]) -> None:
-        batches.append(results)
-        if sum(len(b) for b in batches) >= total:
-            done.set()
-
-    writer = GroupCommitWriter(deliver)
-    try:
-        for i in range(total):
-            data = f"file {i}".encode()
-            writer.submit(i, str(tmp_path / f"d{i % 7}" / f"{i}.json"), lambda d=data: d)
-        assert done.wait(60)
-    finally:
-        writer.close()
-    answered = [token for batch in batches for token, _, _ in batch]
+    batches, writer = _write(tmp_path, total)
+    answered = [token for batch in batches for token, _ in batch]
     assert answered == list(range(total))
-    assert all(error is None for batch in batches for _, _, error in batch)
+    assert all(error is None for batch in batches for _, error in batch)
     # Files queued while a batch was being synced were committed together.
     assert len(batches) < total
     assert max(len(b) for b in batches) <= groupcommit.MAX_BATCH
+    store = FilesystemSnapshotStore(str(tmp_path))
     for i in range(total):
-        assert (tmp_path / f"d{i % 7}" / f"{i}.json").read_bytes() == f"file {i}".encode()
+        assert Path(store.path(_snapshot(i))).read_bytes() == encode(_snapshot(i))
+    assert writer.summary["files"] == total and writer.summary["cpu_s"] > 0
+    assert writer.proc.returncode == 0
     with pytest.raises(RuntimeError):
-        writer.submit(total, str(tmp_path / "late.json"), lambda: b"")
+        writer.submit(total, str(tmp_path / "late.json"), _snapshot(total))
+
+
+def test_a_killed_writer_process_fails_every_file_it_had_not_answered(tmp_path: Path) -> None:
+    total = 400
+    batches, writer = _write(tmp_path, total, kill_after=1)
+    answered = [token for batch in batches for token, _ in batch]
+    assert answered == list(range(total))  # every file answered once, none left hanging
+    lost = [error for batch in batches for _, error in batch if error is not None]
+    assert lost, "the child was killed before it had written everything"
+    assert all("ended (killed by SIGKILL) before the file was durable" in str(e) for e in lost)
+    store = FilesystemSnapshotStore(str(tmp_path))
+    for batch in batches:
+        for token, error in batch:  # an answered file is whole; a lost one may or may not exist
+            if error is None:
+                assert deserialize(Path(store.path(_snapshot(token))).read_text()) is not None
+    with pytest.raises(WriterLost, match="killed by SIGKILL"):
+        writer.submit(total, str(tmp_path / "late.json"), _snapshot(total))
 
 
 def _on_disk(store: Path, ref: str) -> dict[str, Any] | None:
@@ -216,3 +259,54 @@ def test_a_full_disk_fails_exactly_the_pages_that_did_not_fit(
     assert "snapshot/store_failed" in done.stderr
     stats = json.dumps(found["warnings"])
     assert "page fetch result kept, snapshot not persisted" in stats
+
+
+def _writer_child(crawl: int) -> int | None:
+    """The pid of the crawl's snapshot writer process, if it has one yet."""
+    for task in Path(f"/proc/{crawl}/task").glob("*"):
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:
+            continue
+        for child in children:
+            try:
+                cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"snapshotchild" in cmdline:
+                return int(child)
+    return None
+
+
+def test_a_killed_writer_process_costs_pages_their_snapshot_not_the_crawl(
+    server: Server, tmp_path: Path
+) -> None:
+    """The writer child SIGKILLed mid-crawl: the crawl goes on to the end and exits
+    as usual; every page either has its snapshot file, whole, or carries the store
+    warning naming the writer's death — none is claimed without its file."""
+    long_site(server)
+    store = tmp_path / "store"
+    proc = start(crawl_command(server, tmp_path))
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and len(list(store.rglob("*.json"))) < 40:
+        assert time.monotonic() < deadline, "the capture never got going"
+        time.sleep(0.002)
+    child = _writer_child(proc.pid)
+    assert child is not None, "no snapshot writer process under the crawl"
+    os.kill(child, signal.SIGKILL)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err[-3000:]
+    found = manifest(tmp_path)
+    assert len(found["pages"]) == PAGES  # the crawl went on to the end
+    lost = {
+        w.split(": store.put failed", 1)[0].split("] ", 1)[1]
+        for w in found["warnings"]
+        if "store.put failed (the snapshot writer process ended (killed by SIGKILL)" in w
+    }
+    stored = {page["url"] for page in found["pages"]} - lost
+    assert lost and stored, (len(lost), len(stored))
+    for page in found["pages"]:
+        on_disk = _on_disk(store, page["sourceRef"])
+        if page["url"] in stored:
+            assert on_disk is not None, page["url"]
+    assert "snapshot/store_failed" in err

@@ -15,7 +15,6 @@ import errno
 import io
 import json
 import os
-import secrets
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
@@ -47,7 +46,7 @@ def create_temp(path: str) -> tuple[str, int]:
     """A new temporary file beside ``path`` (its directory created), open for writing."""
     directory = os.path.dirname(path) or "."
     os.makedirs(directory, exist_ok=True)
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(6)}{TEMP_SUFFIX}")
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.urandom(6).hex()}{TEMP_SUFFIX}")
     # os.open with 0o666 lets the umask decide the mode, as Node's writeFile
     # does; mkstemp would make every snapshot 0600 (unreadable by other users).
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)

@@ -1,4 +1,4 @@
-"""Group commit: many atomic file writes made durable together, in one writer thread.
+"""Group commit: many atomic file writes made durable together (in the capture's writer process).
 
 ``core.atomic`` makes one file durable with two fsyncs (the file, then its
 directory); on a disk with a volatile write cache each of them is a device
@@ -34,25 +34,19 @@ from __future__ import annotations
 import collections
 import contextlib
 import ctypes
-import ctypes.util
 import os
-import threading
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from traverse_crawl.core.atomic import create_temp, fsync_directory
-
-# (token, path, render): ``render()`` gives the file's bytes, in the writer thread.
-Job = tuple[Any, str, Callable[[], bytes]]
-# (token, path, None) when the file is durable, (token, path, error) when it is not.
-Result = tuple[Any, str, BaseException | None]
 
 MAX_BATCH = 128  # files (and so open descriptors) per batch
 
 
 def _load_syncfs() -> Callable[[int], int] | None:
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        # The process's own symbols, libc's among them: ``find_library`` would run
+        # ldconfig, a cost every writer process's start-up would pay.
+        libc = ctypes.CDLL(None, use_errno=True)
         syncfs = libc.syncfs  # Linux only; ctypes releases the GIL for the call
     except (OSError, AttributeError, TypeError):
         return None
@@ -181,64 +175,3 @@ def _sync_names(files: list[_File], syncfs: bool) -> None:
         except OSError as exc:
             for file in group:
                 file.error = exc
-
-
-class GroupCommitWriter:
-    """One thread that takes queued files in batches and commits each batch together.
-
-    ``submit`` never blocks on I/O. The writer takes whatever is queued (up to
-    ``MAX_BATCH`` files), so batches grow while the disk is slow and a lone
-    file is written at once. After each batch, ``deliver(results)`` is called in
-    the writer thread with one ``Result`` per job, in submission order.
-    """
-
-    def __init__(self, deliver: Callable[[list[Result]], None], use_syncfs: bool = True) -> None:
-        self.deliver = deliver
-        self.use_syncfs = use_syncfs
-        self._queue: collections.deque[Job] = collections.deque()
-        self._ready = threading.Condition(threading.Lock())
-        self._closing = False
-        self._waiting = False
-        self._thread = threading.Thread(target=self._run, name="snapshot-writer", daemon=True)
-        self._thread.start()
-
-    def submit(self, token: Any, path: str, render: Callable[[], bytes]) -> None:
-        with self._ready:
-            if self._closing:
-                raise RuntimeError("the snapshot writer is closed")
-            self._queue.append((token, path, render))
-            if self._waiting:
-                self._ready.notify()
-
-    def close(self) -> None:
-        """Write what is queued, then stop the thread (blocks until it has)."""
-        with self._ready:
-            self._closing = True
-            self._ready.notify()
-        self._thread.join()
-
-    def _take(self) -> list[Job]:
-        with self._ready:
-            while not self._queue and not self._closing:
-                self._waiting = True
-                self._ready.wait()
-                self._waiting = False
-            batch: list[Job] = []
-            while self._queue and len(batch) < MAX_BATCH:
-                batch.append(self._queue.popleft())
-            return batch
-
-    def _run(self) -> None:
-        while batch := self._take():
-            # One file's bytes at a time: each is rendered, written and dropped.
-            try:
-                errors = write_batch([(path, render) for _, path, render in batch],
-                                     self.use_syncfs)  # fmt: skip
-            except Exception as exc:  # a bug, not I/O: still never report a file written
-                errors = [exc] * len(batch)
-            self.deliver(
-                [
-                    (token, path, error)
-                    for (token, path, _), error in zip(batch, errors, strict=True)
-                ]
-            )

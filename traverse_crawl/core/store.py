@@ -25,7 +25,6 @@ source directory (a ``/`` in ``fetchedAt``), which only a hand-made file can car
 
 from __future__ import annotations
 
-import base64
 import binascii
 import functools
 import hashlib
@@ -40,11 +39,12 @@ from typing import Any
 from traverse_crawl.core.atomic import atomic_write_bytes
 from traverse_crawl.core.js import decode_base64, js_string, locale_compare, utf8
 from traverse_crawl.core.snapshot import Snapshot
+from traverse_crawl.core.snapshotfile import encode as encode
+from traverse_crawl.core.snapshotfile import serialize as serialize
 
 logger = logging.getLogger(__name__)
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _STRING_FIELDS = ("sourceId", "url", "fetchedAt", "contentType", "body", "bodyHash")
 _OPTIONAL_STRINGS = ("etag", "lastModified")
 # Descriptions of damaged files met while reading (the store's ``list`` shadows
@@ -72,44 +72,7 @@ def file_name(snapshot: Snapshot) -> str:
     return f"{snapshot['fetchedAt'].replace(':', '-')}-{snapshot['bodyHash'][:12]}.json"
 
 
-# -- file text -------------------------------------------------------------------
-
-
-def serialize(snapshot: Snapshot) -> str:
-    """``JSON.stringify(toDiskShape(snapshot), null, 2)``, byte for byte.
-
-    ``bodyBytes`` becomes ``bodyBytesBase64``, appended last. A lone surrogate
-    (possible only in a caller's id) is escaped as ``\\udXXX`` as JavaScript's
-    well-formed ``JSON.stringify`` does; Python would otherwise write it raw and
-    the file could not be encoded as UTF-8.
-    """
-    text = _json_text(snapshot)
-    return _escape_lone_surrogates(text) if _LONE_SURROGATE.search(text) else text
-
-
-def encode(snapshot: Snapshot) -> bytes:
-    """The file's bytes: ``serialize`` as UTF-8 (what ``put`` writes).
-
-    Only an encoding that fails can hold a lone surrogate, so the regex scan of
-    the whole text (which cost more than the JSON encoding itself) is skipped.
-    """
-    text = _json_text(snapshot)
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:
-        return _escape_lone_surrogates(text).encode("utf-8")
-
-
-def _json_text(snapshot: Snapshot) -> str:
-    data = {key: value for key, value in snapshot.items() if key != "bodyBytes"}
-    body_bytes = snapshot.get("bodyBytes")
-    if body_bytes is not None:
-        data["bodyBytesBase64"] = base64.b64encode(bytes(body_bytes)).decode("ascii")
-    return json.dumps(data, indent=2, ensure_ascii=False)
-
-
-def _escape_lone_surrogates(text: str) -> str:
-    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", js_string(text))
+# -- file text (written by ``core.snapshotfile``) ---------------------------------
 
 
 def _reject_constant(name: str) -> Any:

@@ -5,11 +5,13 @@ Enabled only when ``TRAVERSE_MODE`` is ``capture`` (the default); ``live`` and
 created at start-up, and a root that cannot be created stops the crawl before
 any request, naming the setting (CONTRACT §1).
 
-Each ``PageItem`` with a snapshot is written atomically by one writer thread
-that commits the files queued meanwhile together (``core/groupcommit.py``:
-written, synced together, renamed, synced together), so neither fsync nor
-serialising blocks the reactor and a batch pays two disk flushes, not two per
-page. ``process_item`` returns only once the page's file is durable, so the
+Each ``PageItem`` with a snapshot is handed to one writer *process*
+(``core/snapshotwriter.py``, ``core/snapshotchild.py``) over a pipe; it renders
+the files and commits those queued meanwhile together (``core/groupcommit.py``:
+written, synced together, renamed, synced together), so neither JSON, file
+system calls nor fsync run in the crawl's interpreter and a batch pays two disk
+flushes, not two per page. Its answers are read on the reactor, one wake-up per
+batch. ``process_item`` returns only once the page's file is durable, so the
 pipelines after it — the JOBDIR journal, the manifest — never name a snapshot
 that a crash could lose. A revalidated 304 re-puts the prior with its flags
 under the same file name (SPEC §13.6). The body is dropped from the item
@@ -20,7 +22,9 @@ is a page-scoped warning in the manifest — ``store.put failed (...); page fetc
 result kept, snapshot not persisted`` — and the page keeps its outcome and its
 ``sourceRef``; the crawl goes on. The first failure is logged as a warning,
 later ones at debug level; all are counted. When a batch's sync fails, every
-page of that batch fails so; pages of earlier batches were durable already.
+page of that batch fails so; pages of earlier batches were durable already. If
+the writer process dies (killed, crashed), every page it had not answered for,
+and every later page, fails so (``the snapshot writer process ended (...)``).
 After a second SIGINT/SIGTERM (``hard_stop``), a page whose batch is still
 being written gets the same warning, so the manifest written next never claims it.
 
@@ -29,21 +33,22 @@ Stats: ``snapshot/stored``, ``snapshot/store_failed``, ``snapshot/batches``.
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
+from collections.abc import Callable
 from typing import Any
 
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
-from twisted.internet.threads import deferToThread
+from twisted.internet.interfaces import IReadDescriptor, IWriteDescriptor
+from zope.interface import implementer
 
 from traverse_crawl.core.config import get_config
 from traverse_crawl.core.errors import ConfigError
-from traverse_crawl.core.groupcommit import GroupCommitWriter, Result
-from traverse_crawl.core.store import FilesystemSnapshotStore, encode
+from traverse_crawl.core.snapshotwriter import Delivered, SnapshotWriter, WriterLost
+from traverse_crawl.core.store import FilesystemSnapshotStore
 from traverse_crawl.items import PageItem
 from traverse_crawl.stats import inc
 
@@ -64,8 +69,9 @@ class SnapshotStorePipeline:
                 "TRAVERSE_STORE", f"cannot create {config.store!r}: {exc.strerror or exc}"
             ) from None
         self.failures = 0
-        self.writer: GroupCommitWriter | None = None
-        self.pending: dict[Deferred[tuple[str, BaseException | None]], PageItem] = {}
+        self.writer: SnapshotWriter | None = None
+        self.unavailable: BaseException | None = None  # the writer process could not start
+        self.pending: dict[Deferred[BaseException | None], PageItem] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SnapshotStorePipeline:
@@ -74,15 +80,26 @@ class SnapshotStorePipeline:
     def open_spider(self) -> None:
         from twisted.internet import reactor
 
-        def deliver(results: list[Result]) -> None:  # in the writer thread
-            reactor.callFromThread(self._delivered, results)
-
-        self.writer = GroupCommitWriter(deliver)
+        try:
+            self.writer = SnapshotWriter(_ReactorLoop(reactor), self._delivered)
+        except OSError as exc:  # no process to be had (a limit): every page gets the warning
+            self.unavailable = WriterLost(f"the snapshot writer process did not start: {exc}")
 
     async def close_spider(self) -> None:
         writer, self.writer = self.writer, None
-        if writer is not None:  # every item has been through: this only stops the thread
-            await maybe_deferred_to_future(deferToThread(writer.close))
+        if writer is None:
+            return
+        ended: Deferred[dict[str, Any]] = Deferred()
+        writer.close(ended.callback)  # every item has been through: the child only exits
+        summary = await maybe_deferred_to_future(ended)
+        self.crawler.stats.set_value("snapshot/batches", writer.batches)
+        if summary:
+            logger.info(
+                "snapshot writer process: %d file(s) in %d batch(es), %.2f s of CPU",
+                summary["files"],
+                summary["batches"],
+                summary["cpu_s"],
+            )
 
     def hard_stop(self, reason: str) -> None:
         """A second signal: pages still being written are not claimed as stored."""
@@ -94,16 +111,17 @@ class SnapshotStorePipeline:
         if not isinstance(item, PageItem) or item.snapshot is None:
             return item
         snapshot, item.snapshot = item.snapshot, None
+        done: Deferred[BaseException | None] = Deferred()
         try:
             path = self.store.path(snapshot)
-            assert self.writer is not None, "open_spider starts the writer"
-            done: Deferred[tuple[str, BaseException | None]] = Deferred()
-            self.writer.submit(done, path, functools.partial(encode, snapshot))
-        except Exception as exc:  # a name that cannot be a file: the page's warning
+            if self.writer is None:
+                raise self.unavailable or RuntimeError("the snapshot writer is closed")
+            self.writer.submit(done, path, snapshot)
+        except Exception as exc:  # a name that cannot be a file, no writer: the page's warning
             self._failed(item, exc)
             return item
         self.pending[done] = item
-        path, error = await maybe_deferred_to_future(done)
+        error = await maybe_deferred_to_future(done)
         if self.pending.pop(done, None) is None:
             return item  # hard_stop has already answered for it
         if error is not None:
@@ -113,11 +131,10 @@ class SnapshotStorePipeline:
             inc(self.crawler.stats, "snapshot/stored")
         return item
 
-    def _delivered(self, results: list[Result]) -> None:
-        """One batch is durable (or failed): wake its pages, in the reactor thread."""
-        inc(self.crawler.stats, "snapshot/batches")
-        for done, path, error in results:
-            done.callback((path, error))
+    def _delivered(self, results: Delivered) -> None:
+        """One batch is durable (or failed): wake its pages, on the reactor."""
+        for done, error in results:
+            done.callback(error)
 
     def _failed(self, item: PageItem, exc: BaseException) -> None:
         message = _describe(exc)
@@ -141,3 +158,50 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
     return str(exc) or type(exc).__name__
+
+
+@implementer(IReadDescriptor, IWriteDescriptor)
+class _Descriptor:
+    """A pipe end for Twisted's ``addReader``/``addWriter``."""
+
+    def __init__(self, fd: int, callback: Callable[[], None]) -> None:
+        self.fd = fd
+        self.callback = callback
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def doRead(self) -> None:
+        self.callback()
+
+    def doWrite(self) -> None:
+        self.callback()
+
+    def connectionLost(self, reason: Any) -> None:
+        pass
+
+    def logPrefix(self) -> str:
+        return "snapshot-writer"
+
+
+class _ReactorLoop:
+    """asyncio's ``add_reader``/``add_writer`` on Twisted's reactor, whichever it is."""
+
+    def __init__(self, reactor: Any) -> None:
+        self.reactor = reactor
+        self.readers: dict[int, _Descriptor] = {}
+        self.writers: dict[int, _Descriptor] = {}
+
+    def add_reader(self, fd: int, callback: Callable[[], None]) -> None:
+        self.readers[fd] = _Descriptor(fd, callback)
+        self.reactor.addReader(self.readers[fd])
+
+    def remove_reader(self, fd: int) -> None:
+        self.reactor.removeReader(self.readers.pop(fd))
+
+    def add_writer(self, fd: int, callback: Callable[[], None]) -> None:
+        self.writers[fd] = _Descriptor(fd, callback)
+        self.reactor.addWriter(self.writers[fd])
+
+    def remove_writer(self, fd: int) -> None:
+        self.reactor.removeWriter(self.writers.pop(fd))

@@ -1,0 +1,201 @@
+"""The crawl's side of the snapshot writer process (``core.snapshotchild``).
+
+``SnapshotWriter`` starts the child, hands it each file as a ``(path, snapshot)``
+frame and reads its answers, all without blocking the
+crawl's event loop: the child's stdin is non-blocking, and what the pipe has no
+room for waits in memory (written when the loop reports the pipe writable); the
+answers are read when the loop reports them readable, one wake-up per batch.
+Memory is bounded by the crawl itself: a page's item waits in the pipeline
+until its file is durable, and Scrapy bounds the items in flight.
+
+After each batch, ``deliver(results)`` is called on the loop with one
+``(token, error)`` per file, in submission order (error None: durable). If the
+child ends before answering (killed, crashed), every file it had not answered
+fails with ``WriterLost``, and so does every later ``submit``: the crawl goes on
+and its pages carry the store warning; never a hang.
+
+The loop is anything with asyncio's ``add_reader``/``remove_reader``/
+``add_writer``/``remove_writer`` (an asyncio loop, or the pipeline's adapter
+for Twisted's reactor).
+"""
+
+from __future__ import annotations
+
+import collections
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from traverse_crawl.core.snapshotchild import Failure, Frames, frame
+
+PIPE_SIZE = 1 << 20  # about 40 pages of 22 KB in the pipe before the backlog is used
+Delivered = list[tuple[Any, BaseException | None]]
+
+
+class Loop(Protocol):
+    def add_reader(self, fd: int, callback: Callable[[], None]) -> Any: ...
+    def remove_reader(self, fd: int) -> Any: ...
+    def add_writer(self, fd: int, callback: Callable[[], None]) -> Any: ...
+    def remove_writer(self, fd: int) -> Any: ...
+
+
+class WriterLost(Exception):
+    """The writer process ended without answering for a file."""
+
+
+def error(found: Failure) -> BaseException:
+    """The child's ``Failure`` as an exception the pipeline can describe."""
+    errno, strerror, filename, message = found
+    if strerror:
+        return OSError(errno, strerror, filename)  # FileExistsError etc. by errno
+    return RuntimeError(message)
+
+
+def _child_command() -> list[str]:
+    # -I -S: no site-packages, no environment, so a cheap start; the package by path.
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    boot = (
+        f"import sys; sys.path.insert(0, {root!r}); "
+        "from traverse_crawl.core.snapshotchild import main; main()"
+    )
+    return [sys.executable, "-I", "-S", "-c", boot]
+
+
+class SnapshotWriter:
+    def __init__(
+        self, loop: Loop, deliver: Callable[[Delivered], None], use_syncfs: bool = True
+    ) -> None:
+        self.loop = loop
+        self.deliver = deliver
+        self.proc = subprocess.Popen(
+            _child_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.stdin, self.stdout = self.proc.stdin.fileno(), self.proc.stdout.fileno()
+        try:
+            fcntl.fcntl(self.stdin, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
+        except OSError:
+            pass  # the system's limit is lower: the default pipe works, with more wake-ups
+        os.set_blocking(self.stdin, False)
+        os.set_blocking(self.stdout, False)
+        self.answers = Frames(self.stdout)
+        self.tokens: collections.deque[Any] = collections.deque()  # not yet answered
+        self.backlog: collections.deque[memoryview] = collections.deque()
+        self.writing = False  # waiting for the pipe to take the backlog
+        self.closing = False
+        self.lost: WriterLost | None = None
+        self.batches = 0
+        self.summary: dict[str, Any] = {}
+        self.ended = False
+        self.on_end: list[Callable[[dict[str, Any]], None]] = []
+        loop.add_reader(self.stdout, self._readable)
+        self._send({"use_syncfs": use_syncfs})
+
+    def submit(self, token: Any, path: str, snapshot: dict[str, Any]) -> None:
+        """Queue one file; ``token`` comes back with its result. Raises once the child is gone."""
+        if self.lost is not None:
+            raise WriterLost(str(self.lost))
+        if self.closing:
+            raise RuntimeError("the snapshot writer is closed")
+        self.tokens.append(token)
+        self._send((path, snapshot))
+
+    def close(self, on_end: Callable[[dict[str, Any]], None]) -> None:
+        """Let the child finish what it was given; ``on_end(summary)`` once it has exited."""
+        self.closing = True
+        if self.ended:
+            on_end(self.summary)
+            return
+        self.on_end.append(on_end)
+        self._flush()
+
+    def _send(self, obj: Any) -> None:
+        self.backlog.append(memoryview(frame(obj)))
+        self._flush()
+
+    def _flush(self) -> None:
+        while self.backlog:
+            try:
+                written = os.write(self.stdin, self.backlog[0])
+            except BlockingIOError:
+                break
+            except OSError:  # the child is gone: its stdout's EOF tells the pages
+                self.backlog.clear()
+                break
+            if written < len(self.backlog[0]):
+                self.backlog[0] = self.backlog[0][written:]
+            else:
+                self.backlog.popleft()
+        if bool(self.backlog) != self.writing and not self.ended:
+            self.writing = not self.writing
+            if self.writing:
+                self.loop.add_writer(self.stdin, self._flush)
+            else:
+                self.loop.remove_writer(self.stdin)
+        if self.closing and not self.backlog:
+            self._close_stdin()  # EOF: the child writes the rest, answers, and exits
+
+    def _close_stdin(self) -> None:
+        assert self.proc.stdin is not None
+        if not self.proc.stdin.closed:
+            self.proc.stdin.close()
+
+    def _readable(self) -> None:
+        while True:
+            try:
+                if not self.answers.read():
+                    break
+            except BlockingIOError:
+                break
+            except OSError:
+                self.answers.eof = True
+                break
+        for answer in self.answers.take(sys.maxsize):
+            if isinstance(answer, dict):
+                self.summary = answer
+                continue
+            self.batches += 1
+            tokens = [self.tokens.popleft() for _ in answer]
+            self.deliver(
+                [
+                    (token, None if found is None else error(found))
+                    for token, found in zip(tokens, answer, strict=True)
+                ]
+            )
+        if self.answers.eof:
+            self._end()
+
+    def _end(self) -> None:
+        """The child closed its stdout: it has exited (or is exiting)."""
+        self.ended = True
+        self.loop.remove_reader(self.stdout)
+        if self.writing:
+            self.loop.remove_writer(self.stdin)
+            self.writing = False
+        self.backlog.clear()
+        self._close_stdin()
+        assert self.proc.stdout is not None
+        self.proc.stdout.close()
+        code = self.proc.wait()
+        if not self.summary:
+            how = f"killed by {_signal_name(-code)}" if code < 0 else f"exit code {code}"
+            self.lost = WriterLost(f"the snapshot writer process ended ({how})")
+        pending, self.tokens = list(self.tokens), collections.deque()
+        if pending:
+            lost = WriterLost(f"{self.lost or 'the snapshot writer process ended'}"
+                              " before the file was durable")  # fmt: skip
+            self.deliver([(token, lost) for token in pending])
+        for on_end in self.on_end:
+            on_end(self.summary)
+        self.on_end.clear()
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
