@@ -195,6 +195,19 @@ def stop_after(proc: subprocess.Popen[str]) -> int:
     return proc.returncode
 
 
+def _stored_others(found: dict[str, Any], reason: str) -> set[str]:
+    """The URLs of the pages without the store warning for ``reason``; some pages
+    must carry it, and some not."""
+    failed = {
+        w.split(": store.put failed", 1)[0].split("] ", 1)[1]
+        for w in found["warnings"]
+        if f"store.put failed ({reason}" in w
+    }
+    stored = {page["url"] for page in found["pages"]} - failed
+    assert failed and stored, (len(failed), len(stored))
+    return stored
+
+
 FULL_PAGES = 60
 FILLER = "<p>" + "full disk " * 5_000 + "</p>"  # ~50 KB a page, ~100 KB of JSON
 
@@ -245,13 +258,7 @@ def test_a_full_disk_fails_exactly_the_pages_that_did_not_fit(
     done = run(["unshare", "-m", "sh", "-c", script, "sh", *crawl], timeout=180)
     assert done.returncode in (0, 1), done.stderr[-3000:]
     found = manifest(tmp_path)
-    failed = {
-        w.split(": store.put failed", 1)[0].split("] ", 1)[1]
-        for w in found["warnings"]
-        if "store.put failed (No space left on device" in w
-    }
-    stored = {p["url"] for p in found["pages"]} - failed
-    assert failed and stored, (len(failed), len(stored))
+    stored = _stored_others(found, "No space left on device")
     for page in found["pages"]:
         on_disk = _on_disk(copy, page["sourceRef"])
         assert (on_disk is not None) == (page["url"] in stored), page["url"]
@@ -298,15 +305,8 @@ def test_a_killed_writer_process_costs_pages_their_snapshot_not_the_crawl(
     assert proc.returncode == 0, err[-3000:]
     found = manifest(tmp_path)
     assert len(found["pages"]) == PAGES  # the crawl went on to the end
-    lost = {
-        w.split(": store.put failed", 1)[0].split("] ", 1)[1]
-        for w in found["warnings"]
-        if "store.put failed (the snapshot writer process ended (killed by SIGKILL)" in w
-    }
-    stored = {page["url"] for page in found["pages"]} - lost
-    assert lost and stored, (len(lost), len(stored))
+    stored = _stored_others(found, "the snapshot writer process ended (killed by SIGKILL)")
     for page in found["pages"]:
-        on_disk = _on_disk(store, page["sourceRef"])
         if page["url"] in stored:
-            assert on_disk is not None, page["url"]
+            assert _on_disk(store, page["sourceRef"]) is not None, page["url"]
     assert "snapshot/store_failed" in err
