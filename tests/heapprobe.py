@@ -1,9 +1,9 @@
 """A Scrapy extension for ``tests/test_latency_gc.py``: what the garbage collector holds.
 
-Records, as JSON in ``HEAP_PROBE_OUT``, ``gc.get_freeze_count()`` and the number
-of objects in the oldest generation when the first response reaches the engine
-(mid-crawl), and the freeze count once the engine has stopped (after every
-``spider_closed`` handler).
+Records, as JSON in ``HEAP_PROBE_OUT``, ``gc.get_freeze_count()``, the number
+of objects in the oldest generation and the youngest generation's threshold when
+the first response reaches the engine (mid-crawl), and the freeze count and the
+threshold once the engine has stopped (after every ``spider_closed`` handler).
 """
 
 from __future__ import annotations
@@ -36,8 +36,10 @@ class HeapProbe:
         if "frozen" not in self.seen:
             self.seen["frozen"] = gc.get_freeze_count()
             self.seen["oldest"] = len(gc.get_objects(generation=2))
+            self.seen["threshold"] = gc.get_threshold()[0]
 
     def stopped(self) -> None:
         self.seen["frozen_after"] = gc.get_freeze_count()
+        self.seen["threshold_after"] = gc.get_threshold()[0]
         with open(self.path, "w", encoding="utf-8") as out:
             json.dump(self.seen, out)
