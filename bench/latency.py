@@ -164,7 +164,8 @@ def run(bench: Bench) -> dict[str, Any]:
                 f"under-filled {row['under_filled_share']:.1%}, outside the span "
                 f"{row['outside_span_s']:.3f} s, CPU {run.cpu_ms_per_page:.2f} ms/page; "
                 f"pages worked on before a request's write {row.get('work_before_send', 0):.2f} "
-                f"(none for {row.get('sent_first_share', 0):.0%}); a freed place refilled after "
+                f"(none for {row.get('sent_first_share', 0):.0%}), from reaching the downloader "
+                f"{row.get('work_reach_to_send', 0):.2f}; a freed place refilled after "
                 f"{row.get('refill_wall_ms', 0):.2f} ms wall, {row.get('refill_cpu_ms', 0):.2f} "
                 "ms CPU"
             )
@@ -183,7 +184,7 @@ def run(bench: Bench) -> dict[str, Any]:
             f"    {ratio:.3f} of the bound (median crawl time); per page beyond the bound: "
             f"{1000 * (s['crawl_s'] - bound) / pages:.2f} ms; medians: {med}"
         )
-    ok = out["traverse"]["ratio"] >= TARGET
+    ok = "traverse" in out and out["traverse"]["ratio"] >= TARGET  # LATENCY_CRAWLERS=plain: no
     out["target"] = {"ratio_min": TARGET, "ok": ok}
     out["runs"] = [r.to_dict() for name in runs for r in runs[name]]
     print(f" target: traverse >= {TARGET} of the bound: {'PASS' if ok else 'FAIL'}")

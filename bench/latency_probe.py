@@ -13,7 +13,9 @@ traverse and the plain spider alike. It records, in order, one letter per event:
 - ``S``: an item was scraped.
 
 It also stamps ``R`` and ``L`` with the wall clock and the process's own CPU
-time, and writes everything as JSON when the spider closes. The order does
+time, stamps ``R``, ``H``, ``W`` and ``P`` with the number of the event loop's
+turn they happened in (asyncio's ``_run_once``, wrapped: bench-only), and writes
+everything as JSON when the spider closes. The order does
 not depend on how loaded the machine is, which is what makes it usable on a
 shared machine: the figure the bench takes from it is how many pages' work
 ran between a request being handed to the download handler and the socket
@@ -22,6 +24,8 @@ write that sends it.
 
 from __future__ import annotations
 
+import asyncio
+import bisect
 import json
 import time
 from typing import Any
@@ -38,6 +42,8 @@ class LatencyProbe:
         self.reached: list[tuple[float, float]] = []
         self.left: list[tuple[float, float]] = []
         self.events: list[str] = []
+        self.turn = 0  # the event loop's turns so far
+        self.turns: dict[str, list[int]] = {"R": [], "H": [], "W": [], "P": []}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> LatencyProbe:
@@ -58,11 +64,20 @@ class LatencyProbe:
         from twisted.internet import abstract
 
         assert self.crawler.engine is not None
+        loop = asyncio.get_event_loop()
+        run_once = loop._run_once  # type: ignore[attr-defined]
+
+        def counted() -> None:
+            self.turn += 1
+            run_once()
+
+        loop._run_once = counted  # type: ignore[attr-defined]
         handlers = self.crawler.engine.downloader.handlers
         download = handlers.download_request_async
 
         async def handler_called(request: Any) -> Any:
             self.events.append("H")
+            self.turns["H"].append(self.turn)
             return await download(request)
 
         handlers.download_request_async = handler_called  # type: ignore[method-assign]
@@ -70,6 +85,7 @@ class LatencyProbe:
 
         def wrote(transport: Any) -> Any:
             self.events.append("W")
+            self.turns["W"].append(self.turn)
             return do_write(transport)
 
         abstract.FileDescriptor.doWrite = wrote  # type: ignore[method-assign]
@@ -78,12 +94,14 @@ class LatencyProbe:
 
         def page_work(*args: Any, **kwargs: Any) -> Any:
             self.events.append("P")
+            self.turns["P"].append(self.turn)
             return work(*args, **kwargs)
 
         setattr(spider, name, page_work)
 
     def on_reached(self, **_: Any) -> None:
         self.events.append("R")
+        self.turns["R"].append(self.turn)
         self.reached.append((time.monotonic(), time.process_time()))
 
     def on_left(self, **_: Any) -> None:
@@ -92,7 +110,12 @@ class LatencyProbe:
 
     def on_closed(self, **_: Any) -> None:
         with open(self.path, "w", encoding="utf-8") as out:
-            data = {"reached": self.reached, "left": self.left, "events": "".join(self.events)}
+            data = {
+                "reached": self.reached,
+                "left": self.left,
+                "events": "".join(self.events),
+                "turns": self.turns,
+            }
             json.dump(data, out)
 
 
@@ -102,6 +125,11 @@ def analyse_probe(path: str, concurrency: int) -> dict[str, float]:
     - ``work_before_send``: pages whose work started between a request's hand-over
       to the download handler and the next socket write (mean over requests);
       ``sent_first_share``: the share of requests with none.
+    - ``work_reach_to_send``: pages whose work started in the loop's turns from a
+      request reaching the downloader up to the turn whose poll wrote it (the
+      write happens first in that turn), mean over requests; unlike
+      ``work_before_send`` it also counts work that ran before the handler call
+      in the same turn.
     - ``refill_*``: with ``concurrency`` requests in the downloader, the (k+N)-th
       to reach it takes the place the k-th to leave freed: how long that place
       stayed empty, in wall and in CPU milliseconds (means).
@@ -121,6 +149,17 @@ def analyse_probe(path: str, concurrency: int) -> dict[str, float]:
         if reached[k + concurrency][0] >= left[k][0]
     ]
     out: dict[str, float] = {}
+    turns = data.get("turns")
+    if turns:
+        writes, work = turns["W"], turns["P"]
+        before = []
+        for reached, called in zip(turns["R"], turns["H"], strict=False):
+            k = bisect.bisect_right(writes, called)  # the first write on a later turn
+            if k < len(writes):
+                stop = bisect.bisect_left(work, writes[k])
+                before.append(stop - bisect.bisect_left(work, reached))
+        if before:
+            out["work_reach_to_send"] = round(sum(before) / len(before), 2)
     if waits:
         out["work_before_send"] = round(sum(waits) / len(waits), 2)
         out["sent_first_share"] = round(sum(w == 0 for w in waits) / len(waits), 3)
