@@ -95,6 +95,10 @@ class Handler(BaseHTTPRequestHandler):
 
 class Server(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's listen backlog is 5: a crawl opening 16 connections at once
+    # while this process is slow to accept (a loaded machine) had the kernel drop
+    # the extra SYNs, and those requests arrived a second late (TCP's retry).
+    request_queue_size = 128
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
         super().__init__((host, port), Handler)
