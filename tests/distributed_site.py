@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 
 from tests.cli import REPO, scrapy_env
 from tests.jobdir_helpers import comparable, long_site, page_hits, stop
@@ -144,3 +145,21 @@ def wait_for_hits(servers: list[Server], count: int, procs: list[Any]) -> None:
     while hits(servers) < count and any(p.poll() is None for p in procs):
         assert time.monotonic() < deadline, "the crawl never got going"
         time.sleep(0.005)
+
+
+def wait_for_worker(
+    redis_url: str, proc: subprocess.Popen[str], crawl_id: str = "traverse"
+) -> None:
+    """Until ``proc`` has asked the crawl for tasks (its name, with its pid, is among the
+    crawl's workers): a worker slow to start may otherwise join after the others finished."""
+    conn = redis.Redis.from_url(redis_url, decode_responses=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not any(
+            f":{proc.pid}:" in name for name in conn.zrange(f"traverse:{crawl_id}:workers", 0, -1)
+        ):
+            assert proc.poll() is None, "the worker ended before it asked for a task"
+            assert time.monotonic() < deadline, "the worker never asked for a task"
+            time.sleep(0.005)
+    finally:
+        conn.close()

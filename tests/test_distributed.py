@@ -26,6 +26,7 @@ from tests.distributed_site import (
     sites,  # noqa: F401  (fixture)
     start,
     wait_for_hits,
+    wait_for_worker,
 )
 from tests.jobdir_helpers import page_hits, stop
 from tests.redisserver import RedisServer, redis_server  # noqa: F401  (fixture)
@@ -112,6 +113,7 @@ def test_a_worker_stopped_past_its_lease(sites, expected, redis_server, tmp_path
     url = redis_server.url
     procs = [start(command(tmp_path, sites, url))]
     procs += [start(command(tmp_path, sites, url, seeds=False)) for _ in range(2)]
+    wait_for_worker(url, procs[1])
     wait_for_hits(sites, 60, procs)
     procs[1].send_signal(signal.SIGSTOP)
     time.sleep(3.5)  # past TRAVERSE_LEASE_TIMEOUT=2
