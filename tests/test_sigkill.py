@@ -49,6 +49,29 @@ def env() -> dict[str, str]:
     return {**scrapy_env(), "SCRAPY_SETTINGS_MODULE": "traverse_crawl.settings"}
 
 
+def children(pid: int) -> list[int]:
+    """The process's children (Linux's /proc), e.g. the capture's snapshot writer."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(child) for child in (task / "children").read_text().split()]
+    return found
+
+
+def wait_gone(pids: list[int], timeout: float = 30) -> None:
+    """Until none of ``pids`` runs (a zombie left to an init that does not reap counts as gone)."""
+    deadline = time.monotonic() + timeout
+    for pid in pids:
+        while True:
+            try:
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except (FileNotFoundError, ProcessLookupError, IndexError):
+                break
+            if state in ("Z", "X"):
+                break
+            assert time.monotonic() < deadline, f"process {pid} still runs"
+            time.sleep(0.01)
+
+
 def snapshot_files(store: Path) -> list[Path]:
     return sorted(store.rglob("*.json"))
 
@@ -69,8 +92,10 @@ def test_sigkill_mid_capture_leaves_only_parseable_snapshots(server, tmp_path):
             assert proc.poll() is None, proc.stderr.read().decode()[-2000:] if proc.stderr else ""
             assert time.monotonic() < deadline, "the capture never got going"
             time.sleep(0.01)
+        writers = children(proc.pid)  # the snapshot writer process
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
+        wait_gone(writers)  # it finishes the batch it was given, then sees EOF and exits
     finally:
         if proc.poll() is None:
             proc.kill()
