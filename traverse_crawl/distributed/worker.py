@@ -1,17 +1,15 @@
 """One worker of a distributed crawl: the spider's side of ``REDIS_URL`` (CONTRACT §7).
 
-The spider's ``start()`` is this worker's loop: it takes tasks from Redis while
-it has room (twice ``CONCURRENT_REQUESTS`` pages in hand, so leases are not
-spent in a local queue), yields each page as the request a single process
-sends, and ends when every seed has its manifest, or after
-``TRAVERSE_IDLE_TIMEOUT`` with no seed. ``CommitPipeline`` gives a page's
-outcome back once its snapshot is stored (as ``JOBDIR`` keeps it), with the
-lease token it was taken with, and takes the next tasks in the same call. A
-heartbeat renews the leases every third of ``TRAVERSE_LEASE_TIMEOUT``; a page
-whose lease was lost (the process was stopped too long) is dropped, its result
-refused by Redis. A manifest task is written by the worker that takes it, from
-the seed's records (``frontier.manifest_of``). Every Redis call runs on the
-reactor's asyncio loop, through ``Retrying``.
+The spider's ``start()`` is this worker's loop: it takes tasks from Redis while it
+has room (twice ``CONCURRENT_REQUESTS`` pages in hand, so leases are not spent in a
+local queue), yields each page as the request a single process sends, and ends when
+every seed has its manifest, or after ``TRAVERSE_IDLE_TIMEOUT`` with no seed.
+``CommitPipeline`` gives a page's outcome back once its snapshot is stored, with its
+lease token, and takes the next tasks in the same call; those go to the scheduler at
+once. A heartbeat renews the leases every third of ``TRAVERSE_LEASE_TIMEOUT``; a page
+whose lease was lost is dropped, its result refused by Redis. A manifest task is
+written by the worker that takes it, from the seed's records. Every Redis call runs
+on the reactor's asyncio loop, through ``Retrying``.
 
 Stats: ``distributed/taken``, ``distributed/committed``, ``distributed/refused``,
 ``distributed/lost``, ``distributed/released``, ``distributed/manifests``, ``distributed/error``.
@@ -49,9 +47,7 @@ from traverse_crawl.stats import inc
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 POLL_MAX = 0.5  # seconds between polls of an empty queue, at most, while the crawl has no seed
-# ... and while it has seeds to finish: a worker that found the queue empty polls
-# again soon, or the workers whose commits take the new tasks (``commit``) keep
-# them all, and it sits out the crawl's start and is late to see its end.
+# ... and while it has seeds to finish (else the others' commits take every new task):
 POLL_ACTIVE = 0.05
 
 
@@ -74,9 +70,7 @@ class Worker:
         self.heartbeat: asyncio.Task[None] | None = None
         self.writing: set[asyncio.Task[None]] = set()
         self.failed = False
-        # The last commit took fewer tasks than it asked for: the queue was empty
-        # then, so the loop does not ask again until its next timed poll.
-        self.dry = False
+        self.dry = False  # the last commit found the queue empty: wait for the next poll
         self.closing: asyncio.Future[None] | None = None
 
     async def call(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
@@ -143,23 +137,41 @@ class Worker:
             job.add_done_callback(self.writing.discard)
             return []
         frontier = await self._frontier(task.seed)
-        while len(frontier.queue) <= task.index:  # placeholders: only taken entries are read
-            frontier.queue.append(("", 0))
-        frontier.queue[task.index] = (task.url, task.depth)
-        if task.parent is not None:
-            frontier.discovered_from[task.url] = task.parent
-        if not frontier.seed_is_valid or (
-            self.config.mode == "replay" and not os.path.isdir(self.config.store)
-        ):
+        if not self._sendable(frontier):
             error = (
                 seedlib.invalid_seed_error(frontier.seed_url)
                 if not frontier.seed_is_valid
                 else FetchError("invalid-config", "mode 'replay' requires a store")
             )
             return list(self.spider._finish(task.seed, 0, Outcome({"error": error.to_dict()})))
+        return [self._request(frontier, task)]
+
+    def _sendable(self, frontier: Frontier) -> bool:
+        valid = frontier.seed_is_valid
+        return valid and (self.config.mode != "replay" or os.path.isdir(self.config.store))
+
+    def _request(self, frontier: Frontier, task: Task) -> Any:
+        assert task.index is not None
+        while len(frontier.queue) <= task.index:  # placeholders: only taken entries are read
+            frontier.queue.append(("", 0))
+        frontier.queue[task.index] = (task.url, task.depth)
+        if task.parent is not None:
+            frontier.discovered_from[task.url] = task.parent
         page_id = urls.page_id(frontier.seed_id, task.url)
         admission = Admission(task.index, task.url, task.depth, page_id)
-        return [self.spider._request(task.seed, admission)]
+        return self.spider._request(task.seed, admission)
+
+    def _schedule(self, task: Task) -> bool:
+        """A page taken with a commit to the scheduler now, not round through ``start()``."""
+        frontier = self.spider.frontiers.get(task.seed)
+        engine = self.crawler.engine
+        if task.index is None or frontier is None or not self._sendable(frontier):
+            return False
+        if engine is None or engine.spider is None or stopping(self.crawler):
+            return False
+        engine.crawl(self._request(frontier, task))
+        inc(self.crawler.stats, "distributed/taken")
+        return True
 
     async def _frontier(self, key: int) -> Frontier:
         """The local view of seed ``key``: its settings and the entries taken from it."""
@@ -197,9 +209,10 @@ class Worker:
         finally:
             self.wake.set()
         self.dry = len(tasks) < take
-        for new in tasks:  # taken with the commit: started by the loop
+        for new in tasks:  # taken with the commit: scheduled now, or started by the loop
             self.held[new.name] = new
-            self.inbox.append(new)
+            if not self._schedule(new):
+                self.inbox.append(new)
         if status < 0:
             inc(self.crawler.stats, "distributed/refused")
             logger.warning("page %s: lease lost before its result was kept; another worker "
