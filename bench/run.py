@@ -12,6 +12,7 @@
     .venv/bin/python bench/run.py distributed  # issue 13: Redis workers (bench/distributed.py)
     .venv/bin/python bench/run.py latency      # issue 17: 50 ms per response, against the bound
     .venv/bin/python bench/run.py scale        # issue 17: RSS and pages/s at 2,000-100,000 pages
+    .venv/bin/python bench/run.py writersplit  # issue 17: capture's writer process, split
 
 Run from the repository root with the project's venv. Every crawl is a real
 ``scrapy`` process (``scrapy crawl traverse`` with
@@ -78,7 +79,8 @@ TARGET_MEMORY_RATIO = 1.2  # traverse peak RSS <= 1.2x the plain spider's (issue
 TARGET_POLITENESS_RATIO = 1.2  # 100 pages at 0.05 s: <= 1.2x the 5 s of delays (issue 3)
 TARGET_REPLAY_RATIO = 2.5  # replay pages/s >= 2.5x live pages/s (issue 17; issue 4 asked 3x)
 TARGET_WARC_RATIO = 0.85  # capture with WARC pages/s >= 0.85x capture without (issue 14)
-MODULES = ["dns", "origins", "latency", "scale"]  # scenarios in bench/<name>.py (issue 17)
+# Scenarios in bench/<name>.py (issue 17), each with run(bench).
+MODULES = ["dns", "origins", "latency", "scale", "writersplit"]
 
 
 def python() -> str:

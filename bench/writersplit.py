@@ -1,0 +1,123 @@
+"""Where capture's last tenth goes (issue 17, item 1): the writer process's work, split.
+
+    .venv/bin/python bench/run.py writersplit [--runs 9]
+
+Four rows, interleaved (one run of each in turn, repeated), against the same
+nginx and the same 2,000-page site, default settings:
+
+- ``live``: no store;
+- ``capture``: the code as it is;
+- ``capture, no files``: a copy of the package whose writer process answers every
+  batch at once without writing anything: everything capture costs the *crawl*
+  process (the item that waits, the frame, the pipe, the answers) and none of the
+  writer's own work;
+- ``capture, CPU only``: a copy whose writer process spins on the CPU, per file,
+  for as long as the real writer's median CPU per file in this bench's ``capture``
+  runs so far (0.45 ms before the first), and writes nothing: the writer's CPU
+  without its file system work.
+
+The copies are made once per bench run in the scratch directory (the package
+copied, one line of ``core/snapshotchild.py`` replaced); they are never installed.
+Per row: median pages/s and its ratio to ``live``, CPU per page of the crawl
+process and of the writer process, and how many of the machine's cores were busy
+while the crawl ran (``/proc/stat``, every process on the machine: the crawl,
+its writer, nginx, the kernel's threads, anything else). Reading them: the gap
+between ``capture, no files`` and ``live`` is the crawl process's own cost of
+capturing; between ``capture`` and ``capture, no files`` the writer's work; and
+``capture, CPU only`` tells whether that work hurts as CPU time (it then costs
+about what ``capture`` does) or through the file system.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from bench.capture import writer_cpu_ms_per_page  # noqa: E402
+from bench.run import Bench, Run, line, summary  # noqa: E402
+
+CALL = "            errors = write_batch(jobs, use_syncfs)\n"
+VARIANTS = {
+    "capture, no files": "            errors = [None] * len(jobs)\n",
+    "capture, CPU only": (
+        "            import time as _time  # bench/writersplit.py: the writer's CPU, no files\n"
+        "            _each = float(os.environ['BENCH_WRITER_CPU_S'])\n"
+        "            _until = _time.process_time() + _each * len(jobs)\n"
+        "            while _time.process_time() < _until:\n"
+        "                pass\n"
+        "            errors = [None] * len(jobs)\n"
+    ),
+}
+
+
+def _variant(bench: Bench, name: str) -> Path:
+    """A copy of the package whose writer process runs ``VARIANTS[name]`` instead of writing."""
+    root = bench.scratch / ("variant-" + name.replace(", ", "-").replace(" ", "-"))
+    shutil.copytree(REPO / "traverse_crawl", root / "traverse_crawl")
+    child = root / "traverse_crawl" / "core" / "snapshotchild.py"
+    text = child.read_text(encoding="utf-8")
+    if text.count(CALL) != 1:
+        raise SystemExit(f"writersplit: {child} no longer calls write_batch as {CALL.strip()!r}")
+    child.write_text(text.replace(CALL, VARIANTS[name]), encoding="utf-8")
+    return root
+
+
+def _cpu_times() -> tuple[int, int]:
+    with open("/proc/stat", encoding="ascii") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    return sum(fields), fields[3] + fields[4]  # all, idle + iowait
+
+
+def run(bench: Bench) -> dict[str, Any]:
+    args = bench.args
+    pages = bench.site.pages
+    print(f"\n== writersplit: capture's writer process, split: {pages} pages, {args.runs} runs ==")
+    rows = ["live", "capture", *VARIANTS]
+    copies = {name: _variant(bench, name) for name in VARIANTS}
+    runs: dict[str, list[Run]] = {name: [] for name in rows}
+    busy: dict[str, list[float]] = {name: [] for name in rows}
+    writer_s = 0.00045
+    for i in range(args.warmup + args.runs):
+        for name in rows:
+            os.environ["BENCH_WRITER_CPU_S"] = f"{writer_s:.6f}"
+            mode = "live" if name == "live" else "capture"
+            before = _cpu_times()
+            r = bench.traverse(f"{name}-{i}".replace(", ", "-"), mode=mode, cwd=copies.get(name))
+            after = _cpu_times()
+            bench.check(r, pages)
+            if i < args.warmup:
+                continue
+            runs[name].append(r)
+            total, idle = after[0] - before[0], after[1] - before[1]
+            busy[name].append(round((os.cpu_count() or 1) * (total - idle) / max(total, 1), 2))
+            if name == "capture":
+                per_page = writer_cpu_ms_per_page(runs["capture"], pages)
+                writer_s = per_page / 1000 if per_page else writer_s
+    out: dict[str, Any] = {"pages": pages, "writer_cpu_s_per_file": writer_s, "rows": {}}
+    live = summary(runs["live"])["pages_per_s"]
+    for name in rows:
+        s = summary(runs[name])
+        writer = writer_cpu_ms_per_page(runs[name], pages) if name != "live" else None
+        ratio = s["pages_per_s"] / live if live else 0.0
+        cores = statistics.median(busy[name])
+        print(line(name, s))
+        print(
+            f"    {ratio:.2f}x live; cores busy {cores:.2f} (runs {busy[name]})"
+            + (f"; writer process {writer:.2f} ms/page of the CPU" if writer is not None else "")
+        )
+        out["rows"][name] = {
+            **s,
+            "ratio_to_live": round(ratio, 3),
+            "cores_busy": busy[name],
+            "writer_cpu_ms_per_page": writer,
+            "runs": [r.to_dict() for r in runs[name]],
+        }
+    return out
