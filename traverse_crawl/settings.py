@@ -128,6 +128,9 @@ EXTENSIONS = {
     # Start-up objects to the permanent generation (GC pauses of 50-250 ms, issue 17);
     # before CoreStats (0), so its full collection is not in the crawl's elapsed time.
     "traverse_crawl.extensions.heap.FrozenStartupHeap": -10,
+    # The root logger at what its handlers take: no LogRecord built for a dropped
+    # debug line (issue 17).
+    "traverse_crawl.extensions.loglevel.UnhandledRecordsSkipped": -5,
     "scrapy.extensions.remote_control.RemoteControl": None,
     # TRAVERSE_WARC_DIR: every exchange of a capture also goes to WARC files.
     "traverse_crawl.extensions.warc.WarcWriterExtension": 500,
