@@ -121,6 +121,7 @@ class SnapshotStorePipeline:
             self._failed(item, exc)
             return item
         self.pending[done] = item
+        del snapshot  # framed for the writer: the body need not live until the answer
         error = await maybe_deferred_to_future(done)
         if self.pending.pop(done, None) is None:
             return item  # hard_stop has already answered for it
