@@ -1,15 +1,18 @@
-"""A Scrapy extension for ``tests/test_latency_gc.py``: what the garbage collector holds.
+"""A Scrapy extension for ``tests/test_latency_gc.py`` and ``tests/test_loglevel.py``:
+what the process-wide extensions (``traverse_crawl/extensions/processwide.py``) changed.
 
 Records, as JSON in ``HEAP_PROBE_OUT``, ``gc.get_freeze_count()``, the number
-of objects in the oldest generation and the youngest generation's threshold when
-the first response reaches the engine (mid-crawl), and the freeze count and the
-threshold once the engine has stopped (after every ``spider_closed`` handler).
+of objects in the oldest generation, the youngest generation's threshold and the
+root logger's level when the first response reaches the engine (mid-crawl), and
+the freeze count, the threshold and the root logger's level once the engine has
+stopped (after every ``spider_closed`` handler).
 """
 
 from __future__ import annotations
 
 import gc
 import json
+import logging
 from typing import Any
 
 from scrapy import signals
@@ -37,9 +40,11 @@ class HeapProbe:
             self.seen["frozen"] = gc.get_freeze_count()
             self.seen["oldest"] = len(gc.get_objects(generation=2))
             self.seen["threshold"] = gc.get_threshold()[0]
+            self.seen["root_level"] = logging.root.level
 
     def stopped(self) -> None:
         self.seen["frozen_after"] = gc.get_freeze_count()
         self.seen["threshold_after"] = gc.get_threshold()[0]
+        self.seen["root_level_after"] = logging.root.level
         with open(self.path, "w", encoding="utf-8") as out:
             json.dump(self.seen, out)

@@ -23,17 +23,18 @@ SITE = {"/index.html": '<a href="/a.html">a</a>', "/a.html": "<p>a</p>"}
 
 def _crawl(server: Server, tmp_path, level: str):
     server.site(SITE)
-    out = tmp_path / "level.json"
-    extensions = {**settings.EXTENSIONS, "tests.loglevelprobe.RootLevelProbe": 0}
+    out = tmp_path / "probe.json"
+    extensions = {**settings.EXTENSIONS, "tests.heapprobe.HeapProbe": 0}
     run = scrapy(
         "crawl", "traverse", "-a", f"url={server.url('/index.html')}",
         *crawl_args(tmp_path, server.origin),
         "-s", f"EXTENSIONS={json.dumps(extensions)}",
-        "-s", f"LOGLEVEL_PROBE_OUT={out}",
+        "-s", f"HEAP_PROBE_OUT={out}",
         "-s", f"LOG_LEVEL={level}",
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-2000:]
-    return run, json.loads(out.read_text(encoding="utf-8"))
+    seen = json.loads(out.read_text(encoding="utf-8"))
+    return run, {"during": seen["root_level"], "after": seen["root_level_after"]}
 
 
 def test_at_log_level_info_debug_calls_stop_at_the_logger(server: Server, tmp_path):

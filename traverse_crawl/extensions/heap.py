@@ -25,48 +25,24 @@ from __future__ import annotations
 
 import gc
 
-from scrapy import signals
-from scrapy.crawler import Crawler
+from traverse_crawl.extensions.processwide import ProcessWide
 
 YOUNG_THRESHOLD = 7000  # ten times CPython's default: a few MB of young objects at most
 
 
-class FrozenStartupHeap:
-    # Crawls running in one process share the collector: the first to open freezes
-    # and saves the thresholds, the last to close undoes it.
-    running = 0
-    saved: tuple[int, int, int] | None = None
-
-    def __init__(self) -> None:
-        self.opened_here = False
+class FrozenStartupHeap(ProcessWide):
+    saved: tuple[int, int, int] | None = None  # the thresholds before the first crawl
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler) -> FrozenStartupHeap:
-        extension = cls()
-        crawler.signals.connect(extension.opened, signal=signals.spider_opened)
-        crawler.signals.connect(extension.closed, signal=signals.spider_closed)
-        return extension
-
-    def opened(self) -> None:
-        if self.opened_here:
-            return
-        self.opened_here = True
-        cls = type(self)
-        cls.running += 1
-        if cls.running > 1:
-            return
+    def apply(cls) -> None:
         gc.collect()
         gc.freeze()
         cls.saved = young, middle, oldest = gc.get_threshold()
         gc.set_threshold(max(YOUNG_THRESHOLD, young), middle, oldest)
 
-    def closed(self) -> None:
-        if not self.opened_here:
-            return
-        self.opened_here = False
-        cls = type(self)
-        cls.running -= 1
-        if cls.running == 0 and cls.saved is not None:
+    @classmethod
+    def undo(cls) -> None:
+        if cls.saved is not None:
             gc.unfreeze()
             gc.set_threshold(*cls.saved)
             cls.saved = None

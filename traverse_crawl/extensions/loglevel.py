@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import logging
 
-from scrapy import signals
-from scrapy.crawler import Crawler
+from traverse_crawl.extensions.processwide import ProcessWide
 
 
 def lowest_handled_level() -> int:
@@ -42,41 +41,20 @@ def lowest_handled_level() -> int:
     return min(levels, default=logging.NOTSET)
 
 
-class UnhandledRecordsSkipped:
-    # Crawls running in one process share the root logger: the first to open
-    # raises it, the last to close puts it back.
-    running = 0
-    saved: int | None = None
-
-    def __init__(self) -> None:
-        self.opened_here = False
+class UnhandledRecordsSkipped(ProcessWide):
+    saved: int | None = None  # the root logger's level before the first crawl
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler) -> UnhandledRecordsSkipped:
-        extension = cls()
-        crawler.signals.connect(extension.opened, signal=signals.spider_opened)
-        crawler.signals.connect(extension.closed, signal=signals.spider_closed)
-        return extension
-
-    def opened(self) -> None:
-        if self.opened_here:
-            return
-        self.opened_here = True
-        cls = type(self)
-        cls.running += 1
-        if cls.running > 1 or logging.root.level != logging.NOTSET:
-            return
+    def apply(cls) -> None:
+        if logging.root.level != logging.NOTSET:
+            return  # a level somebody chose
         level = lowest_handled_level()
         if level > logging.NOTSET:
             cls.saved = logging.root.level
             logging.root.setLevel(level)
 
-    def closed(self) -> None:
-        if not self.opened_here:
-            return
-        self.opened_here = False
-        cls = type(self)
-        cls.running -= 1
-        if cls.running == 0 and cls.saved is not None:
+    @classmethod
+    def undo(cls) -> None:
+        if cls.saved is not None:
             logging.root.setLevel(cls.saved)
             cls.saved = None
