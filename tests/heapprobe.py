@@ -13,11 +13,31 @@ from __future__ import annotations
 import gc
 import json
 import logging
+from pathlib import Path
 from typing import Any
 
 from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
+
+from tests.cli import crawl_args, scrapy
+from tests.server import Server
+from traverse_crawl import settings
+
+
+def probed_crawl(server: Server, tmp_path: Path, *extra: str) -> tuple[Any, dict[str, int]]:
+    """``scrapy crawl traverse`` of ``server``'s index with this probe: the run and what it saw."""
+    out = tmp_path / "probe.json"
+    extensions = {**settings.EXTENSIONS, "tests.heapprobe.HeapProbe": 0}
+    run = scrapy(
+        "crawl", "traverse", "-a", f"url={server.url('/index.html')}",
+        *crawl_args(tmp_path, server.origin),
+        "-s", f"EXTENSIONS={json.dumps(extensions)}",
+        "-s", f"HEAP_PROBE_OUT={out}",
+        *extra,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    return run, json.loads(out.read_text(encoding="utf-8"))
 
 
 class HeapProbe:

@@ -14,27 +14,17 @@ from __future__ import annotations
 import gc
 import json
 
-from tests.cli import crawl_args, scrapy
+from tests.heapprobe import probed_crawl
 from tests.server import Server
-from traverse_crawl import settings
 from traverse_crawl.extensions.heap import YOUNG_THRESHOLD, FrozenStartupHeap
 
 
 def test_startup_objects_are_frozen_during_the_crawl_only(server: Server, tmp_path):
     default_threshold = gc.get_threshold()[0]  # 700, unless this interpreter was tuned
     server.site({"/index.html": '<a href="/a.html">a</a>', "/a.html": "<p>a</p>"})
-    out = tmp_path / "heap.json"
-    extensions = {**settings.EXTENSIONS, "tests.heapprobe.HeapProbe": 0}
-    run = scrapy(
-        "crawl", "traverse", "-a", f"url={server.url('/index.html')}",
-        *crawl_args(tmp_path, server.origin),
-        "-s", f"EXTENSIONS={json.dumps(extensions)}",
-        "-s", f"HEAP_PROBE_OUT={out}",
-    )  # fmt: skip
-    assert run.returncode == 0, run.stderr[-2000:]
+    _, seen = probed_crawl(server, tmp_path)
     (manifest,) = (tmp_path / "manifests").glob("*.json")
     assert len(json.loads(manifest.read_text(encoding="utf-8"))["pages"]) == 2
-    seen = json.loads(out.read_text(encoding="utf-8"))
     # Mid-crawl: the start-up objects are frozen, and the oldest generation, which
     # a full collection walks, holds a small part of what they are.
     assert seen["frozen"] > 50_000, seen

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import logging
 from collections.abc import Iterator
 
-from tests.cli import crawl_args, scrapy
+from tests.heapprobe import probed_crawl
 from tests.server import Server
-from traverse_crawl import settings
 from traverse_crawl.extensions.loglevel import UnhandledRecordsSkipped, lowest_handled_level
 
 SITE = {"/index.html": '<a href="/a.html">a</a>', "/a.html": "<p>a</p>"}
@@ -23,17 +21,7 @@ SITE = {"/index.html": '<a href="/a.html">a</a>', "/a.html": "<p>a</p>"}
 
 def _crawl(server: Server, tmp_path, level: str):
     server.site(SITE)
-    out = tmp_path / "probe.json"
-    extensions = {**settings.EXTENSIONS, "tests.heapprobe.HeapProbe": 0}
-    run = scrapy(
-        "crawl", "traverse", "-a", f"url={server.url('/index.html')}",
-        *crawl_args(tmp_path, server.origin),
-        "-s", f"EXTENSIONS={json.dumps(extensions)}",
-        "-s", f"HEAP_PROBE_OUT={out}",
-        "-s", f"LOG_LEVEL={level}",
-    )  # fmt: skip
-    assert run.returncode == 0, run.stderr[-2000:]
-    seen = json.loads(out.read_text(encoding="utf-8"))
+    run, seen = probed_crawl(server, tmp_path, "-s", f"LOG_LEVEL={level}")
     return run, {"during": seen["root_level"], "after": seen["root_level_after"]}
 
 
