@@ -145,17 +145,23 @@ def test_a_killed_writer_process_fails_every_file_it_had_not_answered(tmp_path: 
         writer.submit(total, str(tmp_path / "late.json"), _snapshot(total))
 
 
-def _on_disk(store: Path, ref: str) -> dict[str, Any] | None:
+def _path(store: Path, ref: str) -> str:
+    """Where the store keeps the snapshot that a page's ``sourceRef`` names."""
     parsed = parse_source_ref(ref)
     assert parsed is not None
-    path = FilesystemSnapshotStore(str(store)).path(
+    return FilesystemSnapshotStore(str(store)).path(
         {"sourceId": parsed.source_id, "fetchedAt": parsed.fetched_at, "bodyHash": parsed.body_hash}
     )
+
+
+def _on_disk(store: Path, ref: str) -> dict[str, Any] | None:
+    path = _path(store, ref)
     if not os.path.exists(path):
         return None
     snapshot = deserialize(Path(path).read_text(encoding="utf-8"))
     assert snapshot is not None, f"{path} is torn"
-    assert snapshot["bodyHash"] == parsed.body_hash
+    parsed = parse_source_ref(ref)
+    assert parsed is not None and snapshot["bodyHash"] == parsed.body_hash
     return snapshot
 
 
@@ -310,3 +316,42 @@ def test_a_killed_writer_process_costs_pages_their_snapshot_not_the_crawl(
         if page["url"] in stored:
             assert _on_disk(store, page["sourceRef"]) is not None, page["url"]
     assert "snapshot/store_failed" in err
+
+
+def test_a_second_signal_with_the_writer_stalled_claims_no_file_it_has_not_written(
+    server: Server, tmp_path: Path
+) -> None:
+    """The writer child stopped (SIGSTOP: a hung disk) while pages wait for their
+    files, then two SIGINTs: after the pipelines' grace the crawl writes its
+    manifest and exits; the pages whose files were still owed carry the warning
+    naming the stop, and every other page's file was on disk when it exited."""
+    long_site(server)
+    store = tmp_path / "store"
+    proc = start(crawl_command(server, tmp_path))
+    child = None
+    try:
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and len(list(store.rglob("*.json"))) < 40:
+            assert time.monotonic() < deadline, "the capture never got going"
+            time.sleep(0.002)
+        child = _writer_child(proc.pid)
+        assert child is not None, "no snapshot writer process under the crawl"
+        os.kill(child, signal.SIGSTOP)
+        time.sleep(0.5)  # responses keep coming: their pages wait for files
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)  # the grace is 10 s
+        on_disk_at_exit = {str(path) for path in store.rglob("*.json")}
+    finally:
+        if child is not None:
+            os.kill(child, signal.SIGCONT)  # it writes what it was given, sees EOF, exits
+        if proc.poll() is None:
+            proc.kill()
+    _, err = proc.communicate(timeout=60)  # EOF once the writer, which shares stderr, is gone
+    assert "Received SIGINT twice" in err, err[-3000:]
+    found = manifest(tmp_path)
+    stored = _stored_others(found, "the crawl stopped (shutdown) before it was durable")
+    for page in found["pages"]:
+        if page["url"] in stored:
+            assert _path(store, page["sourceRef"]) in on_disk_at_exit, page["url"]

@@ -15,8 +15,8 @@ fails with ``WriterLost``, and so does every later ``submit``: the crawl goes on
 and its pages carry the store warning; never a hang.
 
 The loop is anything with asyncio's ``add_reader``/``remove_reader``/
-``add_writer``/``remove_writer`` (an asyncio loop, or the pipeline's adapter
-for Twisted's reactor).
+``add_writer``/``remove_writer``: the crawl's asyncio loop, under Scrapy's
+asyncio reactor.
 """
 
 from __future__ import annotations

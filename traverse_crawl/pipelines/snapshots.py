@@ -10,11 +10,16 @@ Each ``PageItem`` with a snapshot is handed to one writer *process*
 the files and commits those queued meanwhile together (``core/groupcommit.py``:
 written, synced together, renamed, synced together), so neither JSON, file
 system calls nor fsync run in the crawl's interpreter and a batch pays two disk
-flushes, not two per page. Its answers are read on the reactor, one wake-up per
-batch. ``process_item`` returns only once the page's file is durable, so the
-pipelines after it — the JOBDIR journal, the manifest — never name a snapshot
-that a crash could lose. A revalidated 304 re-puts the prior with its flags
-under the same file name (SPEC §13.6). The body is dropped from the item
+flushes, not two per page. Its answers are read on the crawl's asyncio loop
+(Scrapy's asyncio reactor, which the project requires), one wake-up per batch.
+``process_item`` returns an asyncio ``Future`` that the batch's answer resolves
+with the item once the page's file is durable (or has failed), so the pipelines
+after it — the JOBDIR journal, the manifest — never name a snapshot that a
+crash could lose. A plain future, not a coroutine awaiting a ``Deferred``:
+Scrapy awaits any awaitable, and each page is spared a coroutine, a
+``Deferred`` and its conversion (docs/performance.md, "Capture", round 4).
+A revalidated 304 re-puts the prior with its flags under the same file name
+(SPEC §13.6). The body is dropped from the item
 (``item.snapshot = None``): the feed and the manifest never carry it.
 
 A write that fails (disk full, permissions, a file where a directory should be)
@@ -33,17 +38,15 @@ Stats: ``snapshot/stored``, ``snapshot/store_failed``, ``snapshot/batches``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
-from collections.abc import Callable
 from typing import Any
 
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
-from twisted.internet.interfaces import IReadDescriptor, IWriteDescriptor
-from zope.interface import implementer
 
 from traverse_crawl.core.config import get_config
 from traverse_crawl.core.errors import ConfigError
@@ -71,17 +74,15 @@ class SnapshotStorePipeline:
         self.failures = 0
         self.writer: SnapshotWriter | None = None
         self.unavailable: BaseException | None = None  # the writer process could not start
-        self.pending: dict[Deferred[BaseException | None], PageItem] = {}
+        self.pending: dict[asyncio.Future[PageItem], PageItem] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SnapshotStorePipeline:
         return cls(crawler)
 
     def open_spider(self) -> None:
-        from twisted.internet import reactor
-
         try:
-            self.writer = SnapshotWriter(_ReactorLoop(reactor), self._delivered)
+            self.writer = SnapshotWriter(asyncio.get_event_loop(), self._delivered)
         except OSError as exc:  # no process to be had (a limit): every page gets the warning
             self.unavailable = WriterLost(f"the snapshot writer process did not start: {exc}")
 
@@ -103,39 +104,43 @@ class SnapshotStorePipeline:
 
     def hard_stop(self, reason: str) -> None:
         """A second signal: pages still being written are not claimed as stored."""
-        for item in self.pending.values():
+        pending, self.pending = self.pending, {}
+        for waiter, item in pending.items():
             self._failed(item, OSError(f"the crawl stopped ({reason}) before it was durable"))
-        self.pending.clear()
+            if not waiter.done():
+                waiter.set_result(item)
 
-    async def process_item(self, item: Any) -> Any:
+    def process_item(self, item: Any) -> Any:
         if not isinstance(item, PageItem) or item.snapshot is None:
             return item
         snapshot, item.snapshot = item.snapshot, None
-        done: Deferred[BaseException | None] = Deferred()
+        waiter: asyncio.Future[PageItem] = asyncio.get_event_loop().create_future()
         try:
             path = self.store.path(snapshot)
             if self.writer is None:
                 raise self.unavailable or RuntimeError("the snapshot writer is closed")
-            self.writer.submit(done, path, snapshot)
+            self.writer.submit(waiter, path, snapshot)
         except Exception as exc:  # a name that cannot be a file, no writer: the page's warning
             self._failed(item, exc)
             return item
-        self.pending[done] = item
-        del snapshot  # framed for the writer: the body need not live until the answer
-        error = await maybe_deferred_to_future(done)
-        if self.pending.pop(done, None) is None:
-            return item  # hard_stop has already answered for it
-        if error is not None:
-            self._failed(item, error)
-        else:
-            logger.debug("stored %s", path)
-            inc(self.crawler.stats, "snapshot/stored")
-        return item
+        self.pending[waiter] = item
+        return waiter
 
     def _delivered(self, results: Delivered) -> None:
-        """One batch is durable (or failed): wake its pages, on the reactor."""
-        for done, error in results:
-            done.callback(error)
+        """One batch is durable (or failed): its pages go on, on the event loop."""
+        stored = 0
+        for waiter, error in results:
+            item = self.pending.pop(waiter, None)
+            if item is None:
+                continue  # hard_stop has already answered for it
+            if error is not None:
+                self._failed(item, error)
+            else:
+                stored += 1
+            if not waiter.done():
+                waiter.set_result(item)
+        if stored:
+            inc(self.crawler.stats, "snapshot/stored", stored)
 
     def _failed(self, item: PageItem, exc: BaseException) -> None:
         message = _describe(exc)
@@ -159,50 +164,3 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
     return str(exc) or type(exc).__name__
-
-
-@implementer(IReadDescriptor, IWriteDescriptor)
-class _Descriptor:
-    """A pipe end for Twisted's ``addReader``/``addWriter``."""
-
-    def __init__(self, fd: int, callback: Callable[[], None]) -> None:
-        self.fd = fd
-        self.callback = callback
-
-    def fileno(self) -> int:
-        return self.fd
-
-    def doRead(self) -> None:
-        self.callback()
-
-    def doWrite(self) -> None:
-        self.callback()
-
-    def connectionLost(self, reason: Any) -> None:
-        pass
-
-    def logPrefix(self) -> str:
-        return "snapshot-writer"
-
-
-class _ReactorLoop:
-    """asyncio's ``add_reader``/``add_writer`` on Twisted's reactor, whichever it is."""
-
-    def __init__(self, reactor: Any) -> None:
-        self.reactor = reactor
-        self.readers: dict[int, _Descriptor] = {}
-        self.writers: dict[int, _Descriptor] = {}
-
-    def add_reader(self, fd: int, callback: Callable[[], None]) -> None:
-        self.readers[fd] = _Descriptor(fd, callback)
-        self.reactor.addReader(self.readers[fd])
-
-    def remove_reader(self, fd: int) -> None:
-        self.reactor.removeReader(self.readers.pop(fd))
-
-    def add_writer(self, fd: int, callback: Callable[[], None]) -> None:
-        self.writers[fd] = _Descriptor(fd, callback)
-        self.reactor.addWriter(self.writers[fd])
-
-    def remove_writer(self, fd: int) -> None:
-        self.reactor.removeWriter(self.writers.pop(fd))
