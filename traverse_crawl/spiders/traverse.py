@@ -176,8 +176,6 @@ class TraverseSpider(Spider):
     async def parse(self, response: Response, **kwargs: Any) -> AsyncIterator[Any]:
         meta = response.meta
         key, index = meta["traverse_seed"], meta["traverse_index"]
-        for _ in range(0 if self.config.mode == "replay" else 2):  # the requests this wave
-            await asyncio.sleep(0)  # freed reach the socket first (performance.md, Latency)
         try:
             outcome, snapshot = await self._outcome(self.frontiers[key], index, response)
         except Exception as exc:  # a bug must not leave the page, and its seed, unrecorded
