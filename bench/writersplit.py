@@ -26,6 +26,12 @@ between ``capture, no files`` and ``live`` is the crawl process's own cost of
 capturing; between ``capture`` and ``capture, no files`` the writer's work; and
 ``capture, CPU only`` tells whether that work hurts as CPU time (it then costs
 about what ``capture`` does) or through the file system.
+
+Per row also: the devices' interrupts per page, per CPU (``/proc/interrupts``,
+the numbered lines; the line with the most is named). A capture's files end in
+block-device interrupts, which the kernel handles on the CPUs the disk's
+interrupt is routed to, in the time of whatever runs there (docs/performance.md,
+"Capture", round 4).
 """
 
 from __future__ import annotations
@@ -76,6 +82,37 @@ def _cpu_times() -> tuple[int, int]:
     return sum(fields), fields[3] + fields[4]  # all, idle + iowait
 
 
+def _device_interrupts() -> dict[str, list[int]]:
+    """Per numbered interrupt line (devices, not the CPUs' own), its count on each CPU."""
+    cpus = os.cpu_count() or 1
+    found: dict[str, list[int]] = {}
+    with open("/proc/interrupts", encoding="ascii", errors="replace") as f:
+        next(f)
+        for text in f:
+            fields = text.split()
+            if not fields or not fields[0].rstrip(":").isdigit():
+                continue
+            counts = [int(x) for x in fields[1 : 1 + cpus] if x.isdigit()]
+            name = " ".join(fields[1 + cpus :]) or fields[0]
+            found[f"{fields[0]} {name}"] = counts
+    return found
+
+
+def _interrupts_per_page(
+    before: dict[str, list[int]], after: dict[str, list[int]], pages: int
+) -> tuple[list[float], str]:
+    """Device interrupts per page on each CPU between two readings, and the busiest line."""
+    per_cpu = [0] * (os.cpu_count() or 1)
+    busiest, most = "", 0
+    for name, counts in after.items():
+        delta = [a - b for a, b in zip(counts, before.get(name, [0] * len(counts)), strict=False)]
+        for cpu, value in enumerate(delta[: len(per_cpu)]):
+            per_cpu[cpu] += value
+        if sum(delta) > most:
+            busiest, most = name, sum(delta)
+    return [round(value / max(pages, 1), 2) for value in per_cpu], busiest
+
+
 def run(bench: Bench) -> dict[str, Any]:
     args = bench.args
     pages = bench.site.pages
@@ -84,20 +121,24 @@ def run(bench: Bench) -> dict[str, Any]:
     copies = {name: _variant(bench, name) for name in VARIANTS}
     runs: dict[str, list[Run]] = {name: [] for name in rows}
     busy: dict[str, list[float]] = {name: [] for name in rows}
+    irqs: dict[str, list[list[float]]] = {name: [] for name in rows}
+    busiest: dict[str, str] = {}
     writer_s = 0.00045
     for i in range(args.warmup + args.runs):
         for name in rows:
             os.environ["BENCH_WRITER_CPU_S"] = f"{writer_s:.6f}"
             mode = "live" if name == "live" else "capture"
-            before = _cpu_times()
+            before, irq_before = _cpu_times(), _device_interrupts()
             r = bench.traverse(f"{name}-{i}".replace(", ", "-"), mode=mode, cwd=copies.get(name))
-            after = _cpu_times()
+            after, irq_after = _cpu_times(), _device_interrupts()
             bench.check(r, pages)
             if i < args.warmup:
                 continue
             runs[name].append(r)
             total, idle = after[0] - before[0], after[1] - before[1]
             busy[name].append(round((os.cpu_count() or 1) * (total - idle) / max(total, 1), 2))
+            per_cpu, busiest[name] = _interrupts_per_page(irq_before, irq_after, pages)
+            irqs[name].append(per_cpu)
             if name == "capture":
                 per_page = writer_cpu_ms_per_page(runs["capture"], pages)
                 writer_s = per_page / 1000 if per_page else writer_s
@@ -108,15 +149,20 @@ def run(bench: Bench) -> dict[str, Any]:
         writer = writer_cpu_ms_per_page(runs[name], pages) if name != "live" else None
         ratio = s["pages_per_s"] / live if live else 0.0
         cores = statistics.median(busy[name])
+        by_cpu = [round(statistics.median(run[cpu] for run in irqs[name]), 2) for cpu in
+                  range(len(irqs[name][0]))]  # fmt: skip
         print(line(name, s))
         print(
             f"    {ratio:.2f}x live; cores busy {cores:.2f} (runs {busy[name]})"
             + (f"; writer process {writer:.2f} ms/page of the CPU" if writer is not None else "")
+            + f"; device interrupts per page by CPU {by_cpu} (most: {busiest[name]})"
         )
         out["rows"][name] = {
             **s,
             "ratio_to_live": round(ratio, 3),
             "cores_busy": busy[name],
+            "device_interrupts_per_page_by_cpu": by_cpu,
+            "busiest_interrupt_line": busiest[name],
             "writer_cpu_ms_per_page": writer,
             "runs": [r.to_dict() for r in runs[name]],
         }
