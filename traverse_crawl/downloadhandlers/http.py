@@ -74,8 +74,12 @@ class _CappedProtocol(_LenientHTTP11ClientProtocol):
         # what the socket does not take stays buffered for the loop, as before.
         # Under TLS the wrapper hands ``doWrite`` to the socket's transport, which
         # sends the encrypted bytes it holds (a handshake's, until it completes).
-        do_write = getattr(self.transport, "doWrite", None)
-        if do_write is not None:
+        # A socket error is left to the loop: the socket stays registered for
+        # writing, and the loop's own ``doWrite`` meets the error and disconnects.
+        # A transport already closed has no socket left to write to: left alone.
+        transport = self.transport
+        do_write = getattr(transport, "doWrite", None)
+        if do_write is not None and getattr(transport, "connected", False):
             do_write()
         return d
 
