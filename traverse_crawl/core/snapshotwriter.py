@@ -22,17 +22,15 @@ asyncio reactor.
 from __future__ import annotations
 
 import collections
-import fcntl
 import os
 import signal
-import subprocess
 import sys
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from traverse_crawl.core.childproc import start_writer
 from traverse_crawl.core.snapshotchild import Failure, Frames, frame
 
-PIPE_SIZE = 1 << 20  # about 40 pages of 22 KB in the pipe before the backlog is used
 Delivered = list[tuple[Any, BaseException | None]]
 
 
@@ -71,16 +69,9 @@ class SnapshotWriter:
     ) -> None:
         self.loop = loop
         self.deliver = deliver
-        self.proc = subprocess.Popen(
-            _child_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0
-        )
+        self.proc = start_writer(_child_command())
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.stdin, self.stdout = self.proc.stdin.fileno(), self.proc.stdout.fileno()
-        try:
-            fcntl.fcntl(self.stdin, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
-        except OSError:
-            pass  # the system's limit is lower: the default pipe works, with more wake-ups
-        os.set_blocking(self.stdin, False)
         os.set_blocking(self.stdout, False)
         self.answers = Frames(self.stdout)
         self.tokens: collections.deque[Any] = collections.deque()  # not yet answered

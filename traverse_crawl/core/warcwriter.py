@@ -22,7 +22,6 @@ file incomplete).
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import pickle
@@ -30,7 +29,6 @@ import resource
 import select
 import signal
 import struct
-import subprocess
 import sys
 from collections import deque
 from dataclasses import asdict, dataclass
@@ -38,13 +36,13 @@ from datetime import datetime, timezone
 from typing import IO, Any, NamedTuple
 
 from traverse_crawl.core import warc
+from traverse_crawl.core.childproc import start_writer
 from traverse_crawl.core.sourceref import build_source_ref
 from traverse_crawl.core.warcdigests import DigestIndex
 
 _LENGTH = struct.Struct(">I")
 _ID = "WARC-Record-ID"
-PIPE_SIZE = 1 << 20  # the crawl runs ahead of the writer by about 40 pages of 22 KB in the pipe
-MAX_PENDING = 4 << 20  # and by up to 4 MiB more in memory before it waits for the writer
+MAX_PENDING = 4 << 20  # beyond the pipe (core.childproc), up to 4 MiB in memory before it waits
 RawHeaders = list[tuple[bytes, list[bytes]]]  # Scrapy's Headers.items(): name, values
 
 
@@ -197,20 +195,9 @@ class WriterProcess:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
         boot = "from traverse_crawl.core.warcwriter import main; main()"
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", boot],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=env,
-            bufsize=0,
-        )
+        self.proc = start_writer([sys.executable, "-c", boot], env)
         assert self.proc.stdin is not None
         self.fd = self.proc.stdin.fileno()
-        try:
-            fcntl.fcntl(self.fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
-        except OSError:
-            pass  # the system's limit is lower: the default pipe still works, with more waits
-        os.set_blocking(self.fd, False)
         self.pending: deque[memoryview] = deque()  # frames the pipe had no room for yet
         self.pending_size = 0
         self.broken = False
