@@ -291,21 +291,32 @@ def _writer_child(crawl: int) -> int | None:
     return None
 
 
+def _capture_under_way(server: Server, tmp_path: Path) -> tuple[subprocess.Popen[str], Path, int]:
+    """A capture of the long site, 40 files on disk: the crawl, its store, its writer's pid."""
+    long_site(server)
+    store = tmp_path / "store"
+    proc = start(crawl_command(server, tmp_path))
+    try:
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and len(list(store.rglob("*.json"))) < 40:
+            assert time.monotonic() < deadline, "the capture never got going"
+            time.sleep(0.002)
+        child = _writer_child(proc.pid)
+        assert child is not None, "no snapshot writer process under the crawl"
+    except BaseException:
+        proc.kill()
+        proc.communicate()
+        raise
+    return proc, store, child
+
+
 def test_a_killed_writer_process_costs_pages_their_snapshot_not_the_crawl(
     server: Server, tmp_path: Path
 ) -> None:
     """The writer child SIGKILLed mid-crawl: the crawl goes on to the end and exits
     as usual; every page either has its snapshot file, whole, or carries the store
     warning naming the writer's death — none is claimed without its file."""
-    long_site(server)
-    store = tmp_path / "store"
-    proc = start(crawl_command(server, tmp_path))
-    deadline = time.monotonic() + 60
-    while proc.poll() is None and len(list(store.rglob("*.json"))) < 40:
-        assert time.monotonic() < deadline, "the capture never got going"
-        time.sleep(0.002)
-    child = _writer_child(proc.pid)
-    assert child is not None, "no snapshot writer process under the crawl"
+    proc, store, child = _capture_under_way(server, tmp_path)
     os.kill(child, signal.SIGKILL)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err[-3000:]
@@ -325,17 +336,8 @@ def test_a_second_signal_with_the_writer_stalled_claims_no_file_it_has_not_writt
     files, then two SIGINTs: after the pipelines' grace the crawl writes its
     manifest and exits; the pages whose files were still owed carry the warning
     naming the stop, and every other page's file was on disk when it exited."""
-    long_site(server)
-    store = tmp_path / "store"
-    proc = start(crawl_command(server, tmp_path))
-    child = None
+    proc, store, child = _capture_under_way(server, tmp_path)
     try:
-        deadline = time.monotonic() + 60
-        while proc.poll() is None and len(list(store.rglob("*.json"))) < 40:
-            assert time.monotonic() < deadline, "the capture never got going"
-            time.sleep(0.002)
-        child = _writer_child(proc.pid)
-        assert child is not None, "no snapshot writer process under the crawl"
         os.kill(child, signal.SIGSTOP)
         time.sleep(0.5)  # responses keep coming: their pages wait for files
         proc.send_signal(signal.SIGINT)
@@ -344,8 +346,7 @@ def test_a_second_signal_with_the_writer_stalled_claims_no_file_it_has_not_writt
         proc.wait(timeout=60)  # the grace is 10 s
         on_disk_at_exit = {str(path) for path in store.rglob("*.json")}
     finally:
-        if child is not None:
-            os.kill(child, signal.SIGCONT)  # it writes what it was given, sees EOF, exits
+        os.kill(child, signal.SIGCONT)  # it writes what it was given, sees EOF, exits
         if proc.poll() is None:
             proc.kill()
     _, err = proc.communicate(timeout=60)  # EOF once the writer, which shares stderr, is gone
