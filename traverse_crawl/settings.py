@@ -132,6 +132,9 @@ EXTENSIONS = {
     # debug line (issue 17).
     "traverse_crawl.extensions.loglevel.UnhandledRecordsSkipped": -5,
     "scrapy.extensions.remote_control.RemoteControl": None,
+    # A freed download place refilled in the turn its response arrives, not on the
+    # engine's next-turn timer (issue 17: latency).
+    "traverse_crawl.extensions.refill.RefillAtResponse": 0,
     # TRAVERSE_WARC_DIR: every exchange of a capture also goes to WARC files.
     "traverse_crawl.extensions.warc.WarcWriterExtension": 500,
     "scrapy.extensions.spiderstate.SpiderState": None,
