@@ -557,18 +557,30 @@ def bench_replay(bench: Bench) -> dict[str, Any]:
     # drifts over both alike. nginx keeps serving the live runs; replay must
     # not need it (CONTRACT §5): each replay run is checked to have sent it
     # nothing, and a last replay runs with nginx stopped.
+    # --baseline: the same store replayed by another checkout too, in the same rounds.
     live_runs: list[Run] = []
     replays: list[Run] = []
+    baselines: list[Run] = []
     for i in range(args.warmup + args.runs):
         run = bench.traverse(f"live-{i}")
         bench.check(run, pages)
         replay = bench.traverse(f"replay-{i}", mode="replay", store=store)
         bench.check(replay, pages)
-        if replay.hits:
-            print(f"  !! replay-{i} sent {replay.hits} request(s) to the server")
+        round_replays = [replay]
+        if args.baseline:
+            earlier = bench.traverse(
+                f"replay-baseline-{i}", mode="replay", store=store, cwd=args.baseline
+            )
+            bench.check(earlier, pages)
+            round_replays.append(earlier)
+        for r in round_replays:
+            if r.hits:
+                print(f"  !! {r.label} sent {r.hits} request(s) to the server")
         if i >= args.warmup:
             live_runs.append(run)
             replays.append(replay)
+            if args.baseline:
+                baselines.append(earlier)
     bench.stop_server()
     offline = bench.traverse("replay-offline", mode="replay", store=store)
     bench.check(offline, pages)
@@ -578,8 +590,13 @@ def bench_replay(bench: Bench) -> dict[str, Any]:
     rep = summary(replays)
     print(line("replay", rep))
     print(line("replay, nginx stopped (1 run)", summary([offline])))
+    if baselines:
+        base = summary(baselines)
+        print(line("replay, baseline checkout", base))
+        print(f"  baseline replay/live pages/s {base['pages_per_s'] / live['pages_per_s']:.2f}x")
     same = all(
-        _pages_view(r.manifest) == _pages_view(captures[-1].manifest) for r in [*replays, offline]
+        _pages_view(r.manifest) == _pages_view(captures[-1].manifest)
+        for r in [*replays, *baselines, offline]
     )
     ratio = rep["pages_per_s"] / live["pages_per_s"] if live["pages_per_s"] else 0.0
     cpu_ratio = live["cpu_ms_per_page"] / rep["cpu_ms_per_page"] if rep["cpu_ms_per_page"] else 0.0
@@ -601,7 +618,8 @@ def bench_replay(bench: Bench) -> dict[str, Any]:
         "ratio": round(ratio, 3),
         "cpu_efficiency_ratio": round(cpu_ratio, 3),
         "replay_offline": offline.to_dict(),
-        "runs": [r.to_dict() for r in captures + live_runs + replays],
+        "replay_baseline": summary(baselines) if baselines else None,
+        "runs": [r.to_dict() for r in captures + live_runs + replays + baselines],
         "target": {"ratio_min": TARGET_REPLAY_RATIO, "ok": ratio >= TARGET_REPLAY_RATIO},
     }
 
@@ -956,7 +974,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--polite-delay", type=float, default=0.05)
     parser.add_argument("--profile-rate", type=int, default=200)
     parser.add_argument("--profile-top", type=int, default=40)
-    parser.add_argument("--baseline", type=Path, default=None, help="capture: A/B checkout")
+    parser.add_argument("--baseline", type=Path, default=None, help="capture, replay: another checkout, interleaved (A/B)")
     parser.add_argument("--site-dir", type=Path, default=None, help="reuse a generated site here")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
     parser.add_argument(
