@@ -17,6 +17,8 @@ import os
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from traverse_crawl.core import frontier as frontier_module
 from traverse_crawl.core import jobstate, pagelog, urlqueue
@@ -214,3 +216,32 @@ def test_the_compact_seen_set_agrees_with_a_set():
     assert all(v in compact for v in values)
     assert not any(rng.getrandbits(64) | 2 in compact for _ in range(2000))
     assert "not an int" not in compact
+
+
+# -- the indented encoder ---------------------------------------------------------
+
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()  # NaN and the infinities too: json writes them as NaN, Infinity
+    | st.text()  # lone surrogates, control characters, quotes, non-ASCII
+)
+_json_values = st.recursive(
+    _scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+        | st.dictionaries(st.integers() | st.booleans() | st.none(), inner, max_size=2)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=_json_values, level=st.integers(min_value=0, max_value=3))
+def test_the_indented_encoder_writes_what_json_dumps_writes(value: object, level: int) -> None:
+    pad = "\n" + "  " * level
+    expected = json.dumps(value, indent=2, ensure_ascii=False).replace("\n", pad)
+    assert pagelog.indented(value, pad) == expected

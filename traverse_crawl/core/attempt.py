@@ -22,6 +22,7 @@ NOT_BEFORE = "traverse_not_before"  # politeness: when this attempt may start (m
 ORIGIN_DELAY = "traverse_origin_delay"  # robots → politeness: this hop's origin's Crawl-delay
 REVALIDATE_SENT = "traverse_revalidate_sent"  # revalidate: the URL it sent validators to
 SNAPSHOT = "traverse_snapshot"  # revalidate, replay → spider: the stored snapshot it stands for
+REPLAY_WORK = "traverse_replay_work"  # replay → spider: the page's work, done by its reader
 ATTEMPT_KEYS = frozenset(
     {
         BACKOFF,
@@ -29,6 +30,7 @@ ATTEMPT_KEYS = frozenset(
         ORIGIN_DELAY,
         REVALIDATE_SENT,
         SNAPSHOT,
+        REPLAY_WORK,
         "download_latency",  # Scrapy's downloader: this attempt's latency
         HANDOFF,  # page guard → render: the navigation handed back to Scrapy
         DENIED,  # page guard → render: the egress refusal of the navigation

@@ -234,6 +234,8 @@ FIELDS: dict[str, Field] = {
     # is False. False (intranets, tests) adds a page warning (downloadermiddlewares/tls.py).
     "tls_verify": Field("DOWNLOAD_VERIFY_CERTIFICATES", True, parse_bool),
     "progress": Field("TRAVERSE_PROGRESS", "auto", choice(get_args(ProgressMode))),
+    # Replay reads pages ahead in a process of its own (core/replaychild.py); False: in the crawl.
+    "replay_reader": Field("TRAVERSE_REPLAY_READER", True, parse_bool),
 }
 DEFAULTS: dict[str, Any] = {field.setting: field.default for field in FIELDS.values()}
 DEFAULTS.update(REDIS_DEFAULTS)  # a distributed crawl's (core/distconfig.py)
@@ -271,6 +273,7 @@ class TraverseConfig:
     max_links_per_page: int
     tls_verify: bool
     progress: ProgressMode
+    replay_reader: bool
     redis: RedisConfig  # REDIS_URL and the distributed crawl's settings
 
     @classmethod

@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import heapq
 import json
+import math
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
+from json.encoder import encode_basestring as _string
 from typing import IO, Any, Protocol
 
 SPILL_BYTES = 32 * 1024  # a seed's encoded pages held in memory before a spill
@@ -202,6 +204,47 @@ def end_warning(frontier: Any) -> str | None:
     return None
 
 
+def indented(obj: Any, pad: str = "\n") -> str:
+    """``json.dumps(obj, indent=2, ensure_ascii=False)`` with ``pad`` for each newline.
+
+    Python's JSON encoder has no C path with an indent: its generators cost 19 µs
+    a page object, half of a replay's manifest (docs/performance.md, "Replay",
+    round 4). This is the same text, made with the encoder's own string escaper
+    and number formats; a key that is not a string goes to ``json.dumps``.
+    """
+    if isinstance(obj, str):
+        return _string(obj)
+    if obj is None:
+        return "null"
+    if obj is True:
+        return "true"
+    if obj is False:
+        return "false"
+    if isinstance(obj, int):
+        return int.__repr__(obj)
+    if isinstance(obj, float):
+        return _float(obj)
+    inner = pad + "  "
+    if isinstance(obj, list | tuple):
+        if not obj:
+            return "[]"
+        return "[" + inner + ("," + inner).join([indented(v, inner) for v in obj]) + pad + "]"
+    if isinstance(obj, dict) and all(isinstance(key, str) for key in obj):
+        if not obj:
+            return "{}"
+        items = [_string(key) + ": " + indented(v, inner) for key, v in obj.items()]
+        return "{" + inner + ("," + inner).join(items) + pad + "}"
+    return json.dumps(obj, indent=2, ensure_ascii=False).replace("\n", pad)
+
+
+def _float(value: float) -> str:
+    if value != value:
+        return "NaN"
+    if value in (math.inf, -math.inf):
+        return "Infinity" if value > 0 else "-Infinity"
+    return float.__repr__(value)
+
+
 def dump_manifest(
     out: IO[str],
     head: dict[str, Any],
@@ -218,8 +261,7 @@ def dump_manifest(
     """
 
     def value(obj: Any, level: int) -> str:
-        text = json.dumps(obj, indent=2, ensure_ascii=False)
-        return text.replace("\n", "\n" + "  " * level) if level else text
+        return indented(obj, "\n" + "  " * level)
 
     out.write("{")
     for key, obj in head.items():

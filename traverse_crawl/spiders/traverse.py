@@ -35,13 +35,14 @@ from twisted.python.failure import Failure
 from traverse_crawl.core import seeds as seedlib
 from traverse_crawl.core import snapshot as snap
 from traverse_crawl.core import urls
-from traverse_crawl.core.attempt import SNAPSHOT
+from traverse_crawl.core.attempt import REPLAY_WORK, SNAPSHOT
 from traverse_crawl.core.config import TraverseConfig, get_config
 from traverse_crawl.core.errors import FetchError
 from traverse_crawl.core.frontier import Admission, Frontier, Outcome
 from traverse_crawl.core.jobstate import replay_sitemaps
 from traverse_crawl.core.links import find_links
 from traverse_crawl.core.pagelog import Spool
+from traverse_crawl.core.replaychild import PageWork
 from traverse_crawl.core.sourceref import build_source_ref
 from traverse_crawl.distributed.pipeline import make_worker
 from traverse_crawl.exceptions import fetch_error_from_failure
@@ -198,19 +199,25 @@ class TraverseSpider(Spider):
         offhost: str | None = None
         _, depth = frontier.queue[index]
         follow = frontier.may_follow(depth)
+        # Replay's reader has done the page's own work from this snapshot already.
+        work: PageWork | None = meta.get(REPLAY_WORK)
         # With a JOBDIR every page's links are kept, for a resume with a larger depth
         # (a link-bound warning only where the links are followed).
         if snapshot["contentType"] == "html" and (follow or self.job is not None):
-            if urls.same_origin(snapshot["url"], frontier.seed_origin):
-                links = await self._links(snapshot, frontier.seed_origin, meta if follow else {})
-            else:
+            if not urls.same_origin(snapshot["url"], frontier.seed_origin):
                 offhost = snapshot["url"]
+            elif (
+                work is not None and work.links is not None and work.origin == frontier.seed_origin
+            ):
+                links = self._found(work.links, work.warnings, meta if follow else {})
+            else:
+                links = await self._links(snapshot, frontier.seed_origin, meta if follow else {})
         outcome = Outcome(
             fetch_record(meta, snapshot),
             links=links,
             offhost_final_url=offhost,
-            source_ref=build_source_ref(snapshot),
-            body_size=snap.body_size(snapshot),
+            source_ref=build_source_ref(snapshot) if work is None else work.source_ref,
+            body_size=snap.body_size(snapshot) if work is None else work.body_size,
         )
         return outcome, snapshot
 
@@ -225,6 +232,9 @@ class TraverseSpider(Spider):
             links, warnings = find_links(*args)
         else:
             links, warnings = await asyncio.to_thread(find_links, *args)
+        return self._found(links, warnings, meta)
+
+    def _found(self, links: list[str], warnings: list[str], meta: dict[str, Any]) -> list[str]:
         if warnings:
             meta.setdefault("traverse_warnings", []).extend(warnings)
             inc(self.crawler.stats, "frontier/link_bound_hit")
