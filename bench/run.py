@@ -974,7 +974,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--polite-delay", type=float, default=0.05)
     parser.add_argument("--profile-rate", type=int, default=200)
     parser.add_argument("--profile-top", type=int, default=40)
-    parser.add_argument("--baseline", type=Path, default=None, help="capture, replay: another checkout, interleaved (A/B)")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="capture, replay: another checkout, interleaved (A/B)",
+    )
     parser.add_argument("--site-dir", type=Path, default=None, help="reuse a generated site here")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
     parser.add_argument(
