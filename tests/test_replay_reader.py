@@ -26,6 +26,7 @@ from tests.server import Server
 from tests.test_replay import site
 from traverse_crawl.core.store import FilesystemSnapshotStore
 from traverse_crawl.core.urls import page_id
+from traverse_crawl.downloadermiddlewares import replay as replay_module
 from traverse_crawl.downloadermiddlewares.replay import ReplayMiddleware
 
 
@@ -165,3 +166,52 @@ async def test_a_killed_reader_costs_no_page(server, crawl, tmp_path):
         ReaderWatch.kill_at = None
     assert out[True] == out[False]
     assert b'"error"' not in out[True][0]
+
+
+class AheadWatch:
+    """The most answers the replay middleware had asked for and not yet handed out."""
+
+    most: ClassVar[int] = 0
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        crawler.signals.connect(self.response, signal=signals.response_received)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> AheadWatch:
+        return cls(crawler)
+
+    def response(self, **_: Any) -> None:
+        AheadWatch.most = max(AheadWatch.most, replay_middleware(self.crawler).ahead)
+
+
+@pytest_twisted.ensureDeferred
+async def test_large_pages_are_read_fewer_at_a_time(server, crawl, tmp_path, monkeypatch):
+    # Answers of about 400 KB (the text and its bytes) against a budget of 250 KB: the
+    # reader is asked two pages ahead once it has seen one (at most four before, when
+    # it assumes 64 KB); with a large budget, up to READ_AHEAD.
+    server.site(
+        {
+            "/home.html": "".join(f'<a href="p{i}.html">{i}</a>' for i in range(30)),
+            **{f"/p{i}.html": f"<p>{i}</p>" + "y" * 200_000 for i in range(30)},
+        }
+    )
+    url = server.url("/home.html")
+    await crawl(settings={"TRAVERSE_MAX_PAGES": 40}, url=url)
+    replayed = {}
+    for budget in (250_000, 64 * 1024 * 1024):
+        monkeypatch.setattr(replay_module, "READ_AHEAD_BYTES", budget)
+        AheadWatch.most = 0
+        directory = tmp_path / f"replay-{budget}"
+        settings = {
+            "TRAVERSE_MODE": "replay",
+            "TRAVERSE_MAX_PAGES": 40,
+            "TRAVERSE_MANIFEST_DIR": str(directory),
+            "EXTENSIONS": {"tests.test_replay_reader.AheadWatch": 900},
+        }
+        result = await crawl(settings=settings, url=url)
+        assert result.stats["replay/served"] == 31
+        replayed[budget] = (manifest_bytes(directory), AheadWatch.most)
+    assert replayed[250_000][0] == replayed[64 * 1024 * 1024][0]
+    assert 2 <= replayed[250_000][1] <= 4
+    assert replayed[64 * 1024 * 1024][1] >= 10

@@ -16,9 +16,9 @@ falls back to its own reads whenever this process is not there.
 
 The protocol (frames of ``core.snapshotchild``): on stdin first
 ``{"root": store root, "max_links": int or None}``, then one page id (a str) per
-page. On stdout, for each run of requests taken together, a list of ``Answer``
-tuples in request order. At EOF the process exits. It ignores SIGINT and
-SIGTERM: the crawl decides when it is done.
+page. On stdout, for each run of requests taken together (up to 16, or about
+1 MB of text), a list of ``Answer`` tuples in request order. At EOF the process
+exits. It ignores SIGINT and SIGTERM: the crawl decides when it is done.
 
 Imports only the standard library and the core modules above (lxml, ada-url).
 """
@@ -36,6 +36,7 @@ from traverse_crawl.core.sourceref import build_source_ref
 from traverse_crawl.core.store import FilesystemSnapshotStore
 
 MAX_ANSWERS = 16  # pages answered in one frame: the crawl wakes once for them
+FRAME_BYTES = 1 << 20  # or fewer, once their text is this large
 
 
 class PageWork(NamedTuple):
@@ -98,5 +99,14 @@ def main() -> None:
     store = FilesystemSnapshotStore(config[0]["root"])
     max_links = config[0]["max_links"]
     while batch := next_batch(frames, MAX_ANSWERS):
-        if not send(1, [plain(answer(store, page_id, max_links)) for page_id in batch]):
+        answers, size = [], 0
+        for page_id in batch:
+            found = answer(store, page_id, max_links)
+            answers.append(plain(found))
+            size += len(found.body or b"") + len(found.snapshot["body"] if found.snapshot else "")
+            if size >= FRAME_BYTES:  # large pages: each goes out as soon as it is read
+                if not send(1, answers):
+                    return
+                answers, size = [], 0
+        if answers and not send(1, answers):
             return

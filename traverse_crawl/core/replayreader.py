@@ -63,6 +63,9 @@ class ReplayReader:
         self.writing = False
         self.ended = False
         self.asked = 0
+        # A recent large answer's size (its text and bytes): the largest, less an eighth
+        # for each answer since, so that one large page does not slow the rest for long.
+        self.large = 64 * 1024
         loop.add_reader(self.stdout, self._readable)
         self._send({"root": root, "max_links": max_links})
 
@@ -139,6 +142,11 @@ class ReplayReader:
                 break
         for found in self.answers.take(sys.maxsize):
             for snapshot, damaged, failed, body, work in found:
+                size = 1
+                if snapshot is not None:
+                    text, data = snapshot.get("body"), snapshot.get("bodyBytes")
+                    size += len(body or b"") + len(text or "") + len(data or b"")
+                self.large = max(size, self.large - self.large // 8)
                 read = self.reads.popleft()
                 read.answer = Answer(
                     snapshot, damaged, failed, body, None if work is None else PageWork(*work)

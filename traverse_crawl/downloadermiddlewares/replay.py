@@ -29,7 +29,8 @@ page per seed instead.
 Read ahead (``TRAVERSE_REPLAY_READER``, on by default; issue 17, item 3): as
 each page request is scheduled (``request_scheduled``), its page id goes to a
 reader process (``core/replayreader.py``, ``core/replaychild.py``), at most
-``READ_AHEAD`` pages ahead of the downloader; the rest wait their turn in order.
+``READ_AHEAD`` pages (and about ``READ_AHEAD_BYTES`` of answers) ahead of the
+downloader; the rest wait their turn in order.
 The reader reads the snapshot and does the page's own work — its links, its
 ``sourceRef``, its ``bodySize``, the body's bytes — with the crawl's own
 functions, and the answer waits for the request. ``process_request`` then answers
@@ -77,8 +78,11 @@ _CONTENT_TYPES = MEDIA_TYPES
 READ = "traverse_replay_read"
 # Pages asked of the reader and not yet taken by a request: enough to keep the
 # downloader's 16 fed while the reader runs ahead, few enough that the answers
-# held (a snapshot each) stay small however many pages are scheduled.
+# held (a snapshot each) stay small however many pages are scheduled — and fewer
+# when pages are large: about READ_AHEAD_BYTES of answers the size of a recent
+# large one (``ReplayReader.large``), but never fewer than two.
 READ_AHEAD = 64
+READ_AHEAD_BYTES = 32 * 1024 * 1024
 
 
 class ReplayMiddleware:
@@ -138,7 +142,10 @@ class ReplayMiddleware:
     def _ask(self) -> None:
         """Ask the reader for queued pages, in order, up to ``READ_AHEAD`` answers held."""
         reader = self.reader
-        while self.queued and self.ahead < READ_AHEAD and reader is not None and reader.alive:
+        if reader is None:
+            return
+        limit = max(2, min(READ_AHEAD, READ_AHEAD_BYTES // reader.large))
+        while self.queued and self.ahead < limit and reader.alive:
             meta = self.queued.popleft().meta
             if READ not in meta:  # not asked for already, out of turn
                 meta[READ] = reader.read(meta["traverse_page_id"])
