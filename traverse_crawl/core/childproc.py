@@ -1,4 +1,4 @@
-"""Start a writer process of the crawl's (the snapshot writer, the WARC writer).
+"""Start a child process of the crawl's (the snapshot writer, the WARC writer, replay's reader).
 
 Both are fed over their stdin by the crawl's event loop, which must never block
 on them: the pipe is grown so that the crawl runs ahead of the writer by about

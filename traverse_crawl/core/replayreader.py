@@ -15,15 +15,11 @@ from __future__ import annotations
 
 import collections
 import os
-import sys
 import time
 from collections.abc import Callable
-from typing import Any
 
-from traverse_crawl.core.childproc import start_writer
+from traverse_crawl.core.framedchild import FramedChild, Loop, package_command
 from traverse_crawl.core.replaychild import Answer, PageWork
-from traverse_crawl.core.snapshotchild import Frames, frame
-from traverse_crawl.core.snapshotwriter import Loop
 
 
 class Read:
@@ -36,37 +32,18 @@ class Read:
         self.lost = False  # no answer will come: read the store in the crawl
 
 
-def _child_command() -> list[str]:
-    # -I: no environment or user site, so the crawl's settings of PYTHONPATH and the
-    # like cannot change what it runs; the package by path, site-packages for lxml.
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    boot = (
-        f"import sys; sys.path.insert(0, {root!r}); "
-        "from traverse_crawl.core.replaychild import main; main()"
-    )
-    return [sys.executable, "-I", "-c", boot]
-
-
-class ReplayReader:
+class ReplayReader(FramedChild):
     def __init__(
         self, loop: Loop, root: str, max_links: int | None, ready: Callable[[Read], None]
     ) -> None:
-        self.loop = loop
+        # OSError if it cannot start: the caller reads the store itself.
+        super().__init__(loop, package_command("traverse_crawl.core.replaychild", True))
         self.ready = ready
-        self.proc = start_writer(_child_command())  # OSError: the caller reads the store itself
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.stdin, self.stdout = self.proc.stdin.fileno(), self.proc.stdout.fileno()
-        os.set_blocking(self.stdout, False)
-        self.answers = Frames(self.stdout)
         self.reads: collections.deque[Read] = collections.deque()  # asked, not yet answered
-        self.backlog: collections.deque[memoryview] = collections.deque()
-        self.writing = False
-        self.ended = False
         self.asked = 0
         # A recent large answer's size (its text and bytes): the largest, less an eighth
         # for each answer since, so that one large page does not slow the rest for long.
         self.large = 64 * 1024
-        loop.add_reader(self.stdout, self._readable)
         self._send({"root": root, "max_links": max_links})
 
     @property
@@ -106,41 +83,8 @@ class ReplayReader:
         self.proc.returncode = os.waitstatus_to_exitcode(status)
         return usage.ru_utime + usage.ru_stime
 
-    def _send(self, obj: Any) -> None:
-        self.backlog.append(memoryview(frame(obj)))
-        self._flush()
-
-    def _flush(self) -> None:
-        while self.backlog:
-            try:
-                written = os.write(self.stdin, self.backlog[0])
-            except BlockingIOError:
-                break
-            except OSError:  # the child is gone: its stdout's EOF ends the reads
-                self.backlog.clear()
-                break
-            if written < len(self.backlog[0]):
-                self.backlog[0] = self.backlog[0][written:]
-            else:
-                self.backlog.popleft()
-        if bool(self.backlog) != self.writing and not self.ended:
-            self.writing = not self.writing
-            if self.writing:
-                self.loop.add_writer(self.stdin, self._flush)
-            else:
-                self.loop.remove_writer(self.stdin)
-
     def _readable(self) -> None:
-        while True:
-            try:
-                if not self.answers.read():
-                    break
-            except BlockingIOError:
-                break
-            except OSError:
-                self.answers.eof = True
-                break
-        for found in self.answers.take(sys.maxsize):
+        for found in self._frames():
             for snapshot, damaged, failed, body, work in found:
                 size = 1
                 if snapshot is not None:
@@ -157,14 +101,8 @@ class ReplayReader:
             self._end(wait=True)
 
     def _end(self, wait: bool) -> None:
-        self.ended = True
-        self.loop.remove_reader(self.stdout)
-        if self.writing:
-            self.loop.remove_writer(self.stdin)
-            self.writing = False
-        self.backlog.clear()
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.close()  # EOF: the child exits
+        self._stop_watching()  # its stdin closed: EOF, the child exits
+        assert self.proc.stdout is not None
         self.proc.stdout.close()
         if wait:
             self.proc.wait()

@@ -22,23 +22,14 @@ asyncio reactor.
 from __future__ import annotations
 
 import collections
-import os
 import signal
-import sys
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
-from traverse_crawl.core.childproc import start_writer
-from traverse_crawl.core.snapshotchild import Failure, Frames, frame
+from traverse_crawl.core.framedchild import FramedChild, Loop, package_command
+from traverse_crawl.core.snapshotchild import Failure
 
 Delivered = list[tuple[Any, BaseException | None]]
-
-
-class Loop(Protocol):
-    def add_reader(self, fd: int, callback: Callable[[], None]) -> Any: ...
-    def remove_reader(self, fd: int) -> Any: ...
-    def add_writer(self, fd: int, callback: Callable[[], None]) -> Any: ...
-    def remove_writer(self, fd: int) -> Any: ...
 
 
 class WriterLost(Exception):
@@ -53,37 +44,19 @@ def error(found: Failure) -> BaseException:
     return RuntimeError(message)
 
 
-def _child_command() -> list[str]:
-    # -I -S: no site-packages, no environment, so a cheap start; the package by path.
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    boot = (
-        f"import sys; sys.path.insert(0, {root!r}); "
-        "from traverse_crawl.core.snapshotchild import main; main()"
-    )
-    return [sys.executable, "-I", "-S", "-c", boot]
-
-
-class SnapshotWriter:
+class SnapshotWriter(FramedChild):
     def __init__(
         self, loop: Loop, deliver: Callable[[Delivered], None], use_syncfs: bool = True
     ) -> None:
-        self.loop = loop
+        # No site-packages: the child needs only the standard library, and starts cheaply.
+        super().__init__(loop, package_command("traverse_crawl.core.snapshotchild", False))
         self.deliver = deliver
-        self.proc = start_writer(_child_command())
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.stdin, self.stdout = self.proc.stdin.fileno(), self.proc.stdout.fileno()
-        os.set_blocking(self.stdout, False)
-        self.answers = Frames(self.stdout)
         self.tokens: collections.deque[Any] = collections.deque()  # not yet answered
-        self.backlog: collections.deque[memoryview] = collections.deque()
-        self.writing = False  # waiting for the pipe to take the backlog
         self.closing = False
         self.lost: WriterLost | None = None
         self.batches = 0
         self.summary: dict[str, Any] = {}
-        self.ended = False
         self.on_end: list[Callable[[dict[str, Any]], None]] = []
-        loop.add_reader(self.stdout, self._readable)
         self._send({"use_syncfs": use_syncfs})
 
     def submit(self, token: Any, path: str, snapshot: dict[str, Any]) -> None:
@@ -104,29 +77,8 @@ class SnapshotWriter:
         self.on_end.append(on_end)
         self._flush()
 
-    def _send(self, obj: Any) -> None:
-        self.backlog.append(memoryview(frame(obj)))
-        self._flush()
-
     def _flush(self) -> None:
-        while self.backlog:
-            try:
-                written = os.write(self.stdin, self.backlog[0])
-            except BlockingIOError:
-                break
-            except OSError:  # the child is gone: its stdout's EOF tells the pages
-                self.backlog.clear()
-                break
-            if written < len(self.backlog[0]):
-                self.backlog[0] = self.backlog[0][written:]
-            else:
-                self.backlog.popleft()
-        if bool(self.backlog) != self.writing and not self.ended:
-            self.writing = not self.writing
-            if self.writing:
-                self.loop.add_writer(self.stdin, self._flush)
-            else:
-                self.loop.remove_writer(self.stdin)
+        super()._flush()
         if self.closing and not self.backlog:
             self._close_stdin()  # EOF: the child writes the rest, answers, and exits
 
@@ -136,16 +88,7 @@ class SnapshotWriter:
             self.proc.stdin.close()
 
     def _readable(self) -> None:
-        while True:
-            try:
-                if not self.answers.read():
-                    break
-            except BlockingIOError:
-                break
-            except OSError:
-                self.answers.eof = True
-                break
-        for answer in self.answers.take(sys.maxsize):
+        for answer in self._frames():
             if isinstance(answer, dict):
                 self.summary = answer
                 continue
@@ -162,13 +105,7 @@ class SnapshotWriter:
 
     def _end(self) -> None:
         """The child closed its stdout: it has exited (or is exiting)."""
-        self.ended = True
-        self.loop.remove_reader(self.stdout)
-        if self.writing:
-            self.loop.remove_writer(self.stdin)
-            self.writing = False
-        self.backlog.clear()
-        self._close_stdin()
+        self._stop_watching()
         assert self.proc.stdout is not None
         self.proc.stdout.close()
         code = self.proc.wait()
