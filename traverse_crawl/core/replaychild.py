@@ -25,6 +25,7 @@ Imports only the standard library and the core modules above (lxml, ada-url).
 
 from __future__ import annotations
 
+import logging
 import signal
 from typing import Any, NamedTuple
 
@@ -92,6 +93,9 @@ def plain(found: Answer) -> tuple[Any, ...]:
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # The store's warnings (a damaged file) go back in the answers and are logged by the
+    # crawl, where its log is; here they would reach stderr a second time, unformatted.
+    logging.disable(logging.CRITICAL)
     frames = Frames(0)
     config = next_batch(frames, 1)
     if not config:
