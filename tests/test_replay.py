@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -180,15 +181,16 @@ async def test_replay_deeper_than_capture_is_no_snapshot_on_those_pages(server, 
 
 
 @pytest_twisted.ensureDeferred
-async def test_replay_without_a_store_is_one_invalid_config_page(server, crawl, tmp_path):
+async def test_replay_without_a_store_is_one_invalid_config_page(server, crawl, tmp_path, caplog):
     site(server)
     missing = tmp_path / "no-such-store"
     seed = server.url("/home.html") + "#top"
-    result = await crawl(
-        settings={"TRAVERSE_MODE": "replay", "TRAVERSE_STORE": str(missing)},
-        url=seed,
-        source_id="s",
-    )
+    with caplog.at_level(logging.INFO):
+        result = await crawl(
+            settings={"TRAVERSE_MODE": "replay", "TRAVERSE_STORE": str(missing)},
+            url=seed,
+            source_id="s",
+        )
     manifest = result.manifest
     assert manifest["seed"] == {"id": "s", "url": seed}
     assert len(manifest["pages"]) == 1
@@ -200,6 +202,7 @@ async def test_replay_without_a_store_is_one_invalid_config_page(server, crawl, 
     assert manifest["warnings"] == [] and manifest["truncated"] is False
     assert server.paths() == []
     assert not missing.exists()
+    assert "replay reader process" not in caplog.text  # none started for no store
 
 
 async def _replay_snapshots(tmp_path: Path, allow: list[str], url: str) -> list[dict[str, Any]]:

@@ -98,7 +98,7 @@ class ReplayMiddleware:
         self.queued: collections.deque[Request] = collections.deque()  # to ask, in order
         self.waiters: dict[Read, tuple[Request, asyncio.Future[Response]]] = {}
         logger.info("replay mode: every page is served from %s, no network", self.store.root)
-        if config.replay_reader:
+        if config.replay_reader and self.store.exists():  # no store: one page per seed
             # Started with the crawler, not at spider_opened: its start-up (an interpreter,
             # lxml; about 0.1 s) then runs beside Scrapy's, not while the seed waits.
             self._start()
