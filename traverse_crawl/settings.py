@@ -7,6 +7,8 @@ default in one place, ``traverse_crawl.core.config.FIELDS``; this module sets th
 all from there. docs/settings.md lists each with its value.
 """
 
+from scrapy.settings import default_settings as _scrapy_defaults
+
 from traverse_crawl.core import config as _config
 
 BOT_NAME = "traverse_crawl"
@@ -120,10 +122,17 @@ ADDONS = {"traverse_crawl.rendering.addon.RenderAddon": 0}
 TWISTED_DNS_RESOLVER = "traverse_crawl.resolver.PinnedResolver"
 
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
-# No local control servers in a crawler meant to run as a service; mapping the
-# extension to None also spares every process its aiohttp import.
+# No local control servers in a crawler meant to run as a service. Scrapy 2.19 imports
+# every key of EXTENSIONS_BASE to merge it with EXTENSIONS, even one mapped to None:
+# RemoteControl's module imports aiohttp and builds a TLS context (about 0.15 s and
+# several MB in every crawl process), so it is left out of the base itself.
 TELNETCONSOLE_ENABLED = False
 REMOTE_CONTROL_ENABLED = False
+EXTENSIONS_BASE = {
+    name: order
+    for name, order in _scrapy_defaults.EXTENSIONS_BASE.items()
+    if name != "scrapy.extensions.remote_control.RemoteControl"
+}
 EXTENSIONS = {
     # Start-up objects to the permanent generation (GC pauses of 50-250 ms, issue 17);
     # before CoreStats (0), so its full collection is not in the crawl's elapsed time.
@@ -131,7 +140,6 @@ EXTENSIONS = {
     # The root logger at what its handlers take: no LogRecord built for a dropped
     # debug line (issue 17).
     "traverse_crawl.extensions.loglevel.UnhandledRecordsSkipped": -5,
-    "scrapy.extensions.remote_control.RemoteControl": None,
     # A freed download place refilled in the turn its response arrives, not on the
     # engine's next-turn timer (issue 17: latency).
     "traverse_crawl.extensions.refill.RefillAtResponse": 0,
