@@ -17,9 +17,12 @@ def scrapy_env() -> dict[str, str]:
     return env
 
 
-def scrapy(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def scrapy(
+    *args: str, timeout: float = 60, python_flags: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
+    """``python_flags``: the interpreter's own options, such as ``("-X", "importtime")``."""
     return subprocess.run(
-        [sys.executable, "-m", "scrapy", *args],
+        [sys.executable, *python_flags, "-m", "scrapy", *args],
         cwd=REPO,
         env=scrapy_env(),
         capture_output=True,

@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import ast
 import re
-import subprocess
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
 import traverse_crawl
-from tests.cli import REPO, scrapy_env
+from tests.cli import scrapy
 
 ROOT = Path(traverse_crawl.__file__).parent
 PACKAGE = "traverse_crawl"
@@ -151,20 +149,12 @@ def test_a_crawl_process_does_not_import_the_remote_control_stack(tmp_path):
     # Scrapy imports every EXTENSIONS_BASE key, even one mapped to None; RemoteControl's
     # module brings aiohttp and a TLS context into every crawl process (about 0.15 s).
     # A replay of a store that does not exist: one invalid-config page, no network.
-    command = [
-        *(sys.executable, "-X", "importtime", "-m", "scrapy", "crawl", "traverse"),
-        *("-a", "url=https://example.invalid/", "-s", "TRAVERSE_MODE=replay"),
-        *("-s", f"TRAVERSE_STORE={tmp_path / 'none'}"),
+    done = scrapy(
+        *("crawl", "traverse", "-a", "url=https://example.invalid/"),
+        *("-s", "TRAVERSE_MODE=replay", "-s", f"TRAVERSE_STORE={tmp_path / 'none'}"),
         *("-s", f"TRAVERSE_MANIFEST_DIR={tmp_path / 'manifests'}"),
-    ]
-    done = subprocess.run(
-        command,
-        cwd=REPO,
-        env=scrapy_env(),
-        capture_output=True,
-        text=True,
         timeout=120,
-        check=False,
+        python_flags=("-X", "importtime"),
     )
     assert done.returncode == 0, done.stderr[-2000:]
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
