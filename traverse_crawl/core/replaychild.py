@@ -107,7 +107,7 @@ def main() -> None:
         for page_id in batch:
             found = answer(store, page_id, max_links)
             answers.append(plain(found))
-            size += len(found.body or b"") + len(found.snapshot["body"] if found.snapshot else "")
+            size += len(found.body or b"") + len((found.snapshot or {}).get("body") or "")
             if size >= FRAME_BYTES:  # large pages: each goes out as soon as it is read
                 if not send(1, answers):
                     return
