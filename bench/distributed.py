@@ -45,13 +45,13 @@ import redis  # noqa: E402
 
 from bench.run import RESULTS, environment, parse_stats, python  # noqa: E402
 from bench.site import DEFAULT_PAGE_BYTES, DEFAULT_SEED, Nginx, free_port, generate  # noqa: E402
-from traverse_crawl.core.config import TraverseConfig  # noqa: E402
-from traverse_crawl.core.frontier import Outcome  # noqa: E402
-from traverse_crawl.core.jobstate import page_record  # noqa: E402
-from traverse_crawl.core.seeds import Seed  # noqa: E402
-from traverse_crawl.distributed import scripts  # noqa: E402
+from traverse_crawl.config.settings import TraverseConfig  # noqa: E402
+from traverse_crawl.crawl.frontier import Outcome  # noqa: E402
+from traverse_crawl.crawl.seeds import Seed  # noqa: E402
+from traverse_crawl.distributed import lua_scripts as scripts  # noqa: E402
 from traverse_crawl.distributed.client import Keys  # noqa: E402
 from traverse_crawl.distributed.frontier import join_sync, parse_tasks  # noqa: E402
+from traverse_crawl.jobdir.state import page_record  # noqa: E402
 
 TARGET_ONE = 0.7  # 1 worker with Redis >= 0.7x the single process
 TARGET_TWO = 1.6  # 2 workers >= 1.6x 1 worker

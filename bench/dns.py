@@ -103,8 +103,8 @@ def lookups(n: int) -> dict[str, Any]:
     asyncioreactor.install()  # type: ignore[no-untyped-call]
     from twisted.internet import defer, reactor, task
 
-    from traverse_crawl.core.dnscache import Answer, AnswerCache
-    from traverse_crawl.resolver import PinnedResolver
+    from traverse_crawl.egress.dns_cache import Answer, AnswerCache
+    from traverse_crawl.egress.resolver import PinnedResolver
 
     def timed(calls: int, started: tuple[float, float]) -> dict[str, float]:
         wall, cpu = time.perf_counter() - started[0], time.process_time() - started[1]

@@ -37,12 +37,12 @@ if str(REPO) not in sys.path:
 
 from bench.run import RESULTS, Bench, environment, line, python, summary  # noqa: E402
 from bench.site import DEFAULT_PAGE_BYTES, DEFAULT_PAGES, DEFAULT_SEED  # noqa: E402
-from traverse_crawl.core import jobstate  # noqa: E402
-from traverse_crawl.core.config import TraverseConfig  # noqa: E402
-from traverse_crawl.core.frontier import Frontier, Outcome  # noqa: E402
-from traverse_crawl.core.journal import FileJournal  # noqa: E402
-from traverse_crawl.core.seeds import Seed  # noqa: E402
-from traverse_crawl.jobdir import open_job  # noqa: E402
+from traverse_crawl.config.settings import TraverseConfig  # noqa: E402
+from traverse_crawl.crawl.frontier import Frontier, Outcome  # noqa: E402
+from traverse_crawl.crawl.seeds import Seed  # noqa: E402
+from traverse_crawl.jobdir import state as jobstate  # noqa: E402
+from traverse_crawl.jobdir.journal import FileJournal  # noqa: E402
+from traverse_crawl.jobdir.pipeline import open_job  # noqa: E402
 
 TARGET_COST_RATIO = 0.85  # pages/s with JOBDIR >= 0.85x without
 TARGET_RESUME_S = 2.0  # resume a 20,000-page crawl's state in under 2 s

@@ -30,8 +30,8 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from traverse_crawl.core import reporthtml  # noqa: E402
-from traverse_crawl.core.report import build_seed  # noqa: E402
+from traverse_crawl.reports import html as reporthtml  # noqa: E402
+from traverse_crawl.reports.model import build_seed  # noqa: E402
 
 ORIGIN = "https://bench.test"
 ERRORS = (("http-error", 404), ("http-error", 500), ("timeout", None), ("robots-denied", None))

@@ -535,8 +535,8 @@ def bench_replay(bench: Bench) -> dict[str, Any]:
     missing = [
         f
         for f in (
-            "traverse_crawl/downloadermiddlewares/replay.py",
-            "traverse_crawl/pipelines/snapshots.py",
+            "traverse_crawl/replay/middleware.py",
+            "traverse_crawl/snapshots/pipeline.py",
         )
         if _placeholder(f)
     ]
@@ -855,7 +855,7 @@ def bench_profile(bench: Bench) -> dict[str, Any]:
         print(f"  {name}: top functions by self share")
         for f in out[name]["self"][:15]:
             print(f"   {f['pct']:5.1f}%  {f['ms_per_page']:6.3f} ms/page  {f['name']}")
-    if not _placeholder("traverse_crawl/downloadermiddlewares/replay.py"):
+    if not _placeholder("traverse_crawl/replay/middleware.py"):
         out.update(_profile_modes(bench, spy, rate, out["traverse"]))
     print(f" raw profiles (flamegraph-ready): {RESULTS}/profile-*.pyspy.txt")
     return out

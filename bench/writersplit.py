@@ -17,7 +17,7 @@ nginx and the same 2,000-page site, default settings:
   without its file system work.
 
 The copies are made once per bench run in the scratch directory (the package
-copied, one line of ``core/snapshotchild.py`` replaced); they are never installed.
+copied, one line of ``snapshots/writer_process.py`` replaced); they are never installed.
 Per row: median pages/s and its ratio to ``live``, CPU per page of the crawl
 process and of the writer process, and how many of the machine's cores were busy
 while the crawl ran (``/proc/stat``, every process on the machine: the crawl,

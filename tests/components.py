@@ -18,7 +18,7 @@ from scrapy.http import HtmlResponse, Response
 from scrapy.utils.test import get_crawler
 from twisted.internet.defer import Deferred
 
-from traverse_crawl.core.attempt import ATTEMPT_KEYS, RETRY_KEYS
+from traverse_crawl.fetch.attempt import ATTEMPT_KEYS, RETRY_KEYS
 
 ORIGIN = "http://a.test"
 VALIDATORS = {"If-None-Match": '"v1"', "If-Modified-Since": "Tue, 01 Jul 2026 00:00:00 GMT"}

@@ -15,7 +15,7 @@ from scrapy.utils.project import get_project_settings
 from twisted.internet.defer import Deferred
 
 from tests.server import Server, serve
-from traverse_crawl.spiders.traverse import TraverseSpider
+from traverse_crawl.crawl.spider import TraverseSpider
 
 os.environ.setdefault("SCRAPY_SETTINGS_MODULE", "traverse_crawl.settings")
 

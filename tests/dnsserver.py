@@ -28,7 +28,7 @@ from twisted.names import error as dns_error
 from twisted.names import server as dns_server
 from zope.interface import implementer
 
-from traverse_crawl.resolver import PinnedResolver
+from traverse_crawl.egress.resolver import PinnedResolver
 
 
 class ScriptedAuthority(common.ResolverBase):

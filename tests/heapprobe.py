@@ -1,5 +1,5 @@
 """A Scrapy extension for ``tests/test_latency_gc.py`` and ``tests/test_loglevel.py``:
-what the process-wide extensions (``traverse_crawl/extensions/processwide.py``) changed.
+what the process-wide extensions (``traverse_crawl/runtime/process_wide.py``) changed.
 
 Records, as JSON in ``HEAP_PROBE_OUT``, ``gc.get_freeze_count()``, the number
 of objects in the oldest generation, the youngest generation's threshold and the

@@ -11,7 +11,7 @@ from typing import Any
 
 from tests.cli import REPO, scrapy_env
 from tests.server import Reply, Server
-from traverse_crawl.core.store import deserialize
+from traverse_crawl.snapshots.store import deserialize
 
 SECTIONS = 20
 PER_SECTION = 15

@@ -13,7 +13,7 @@ import pytest
 from tests.cli import REPO, crawl_args, scrapy, scrapy_env
 from tests.server import Reply
 from tests.test_crawl import fixture_site
-from traverse_crawl.core.store import source_dir_name
+from traverse_crawl.snapshots.store import source_dir_name
 
 
 def test_crawl_writes_manifest_and_feed(server, tmp_path):

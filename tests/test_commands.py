@@ -10,7 +10,7 @@ import pytest_twisted
 
 from tests.cli import REPO, scrapy
 from tests.server import Reply
-from traverse_crawl.core.urls import page_id
+from traverse_crawl.fetch.urls import page_id
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 2
 HOME = '<a href="img.png">png</a> <p>caf\u00e9</p>'

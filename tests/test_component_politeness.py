@@ -12,10 +12,10 @@ import pytest
 from scrapy import Request
 
 from tests.components import ORIGIN, make_crawler, page_request
-from traverse_crawl import politeslot
-from traverse_crawl.downloadermiddlewares import politeness as politeness_module
-from traverse_crawl.downloadermiddlewares.politeness import PolitenessMiddleware
-from traverse_crawl.politeslot import PoliteSlot
+from traverse_crawl.politeness import delay_middleware as politeness_module
+from traverse_crawl.politeness import delay_slot as politeslot
+from traverse_crawl.politeness.delay_middleware import PolitenessMiddleware
+from traverse_crawl.politeness.delay_slot import PoliteSlot
 
 EPS = politeslot._EPSILON
 

@@ -16,11 +16,11 @@ from tests.components import (
     reply,
     stats,
 )
-from traverse_crawl.core.attempt import ATTEMPT_KEYS
-from traverse_crawl.core.errors import FetchError
-from traverse_crawl.downloadermiddlewares.redirect import RedirectMiddleware
-from traverse_crawl.downloadermiddlewares.retry import RetryMiddleware
-from traverse_crawl.exceptions import PageFailed
+from traverse_crawl.errors import FetchError
+from traverse_crawl.fetch.attempt import ATTEMPT_KEYS
+from traverse_crawl.fetch.exceptions import PageFailed
+from traverse_crawl.politeness.redirect_middleware import RedirectMiddleware
+from traverse_crawl.politeness.retry_middleware import RetryMiddleware
 
 # -- redirect -----------------------------------------------------------------------------
 

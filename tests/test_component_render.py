@@ -13,9 +13,9 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.misc import load_object
 
 from tests.components import ORIGIN, STALE, VALIDATORS, html, make_crawler, page_request, reply
-from traverse_crawl.core.attempt import ATTEMPT_KEYS
-from traverse_crawl.core.render import FINAL, REVALIDATE_WARNING
-from traverse_crawl.exceptions import PageFailed
+from traverse_crawl.fetch.attempt import ATTEMPT_KEYS
+from traverse_crawl.fetch.exceptions import PageFailed
+from traverse_crawl.rendering.escalation import FINAL, REVALIDATE_WARNING
 from traverse_crawl.rendering.middleware import RenderMiddleware
 from traverse_crawl.rendering.pageguard import GUARDS
 

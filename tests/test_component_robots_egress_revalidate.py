@@ -22,14 +22,14 @@ from tests.components import (
     run,
     stats,
 )
-from traverse_crawl.core import robots
-from traverse_crawl.core.snapshot import build_snapshot
-from traverse_crawl.core.store import FilesystemSnapshotStore
-from traverse_crawl.downloadermiddlewares.egress import EgressGuardMiddleware
-from traverse_crawl.downloadermiddlewares.revalidate import RevalidateMiddleware
-from traverse_crawl.downloadermiddlewares.robots import RobotsMiddleware
-from traverse_crawl.exceptions import PageFailed
-from traverse_crawl.resolver import PinnedResolver
+from traverse_crawl.egress.middleware import EgressGuardMiddleware
+from traverse_crawl.egress.resolver import PinnedResolver
+from traverse_crawl.fetch.exceptions import PageFailed
+from traverse_crawl.politeness import robots
+from traverse_crawl.politeness.robots_middleware import RobotsMiddleware
+from traverse_crawl.snapshots.model import build_snapshot
+from traverse_crawl.snapshots.revalidate_middleware import RevalidateMiddleware
+from traverse_crawl.snapshots.store import FilesystemSnapshotStore
 
 UA = "traverse_crawl-bot/0.1"
 

@@ -1,7 +1,7 @@
 """Component tests: the robots middleware's part in sitemap discovery (CONTRACT §9).
 
 The cache is filled as a load leaves it (``fetches``, ``rules``, ``unclaimed``);
-requests are built as ``traverse_crawl.sitemaps`` builds them.
+requests are built as ``traverse_crawl.sitemaps.requests`` builds them.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from scrapy import Request
 from scrapy.exceptions import NotConfigured
 
 from tests.components import ORIGIN, make_crawler, page_request, run
-from traverse_crawl.core import robots
-from traverse_crawl.downloadermiddlewares.robots import RobotsMiddleware
-from traverse_crawl.exceptions import PageFailed
+from traverse_crawl.fetch.exceptions import PageFailed
+from traverse_crawl.politeness import robots
+from traverse_crawl.politeness.robots_middleware import RobotsMiddleware
 
 UA = "traverse_crawl-bot/0.1"
 BODY = b"User-agent: *\nDisallow: /private\nSitemap: /sitemap.xml\n"

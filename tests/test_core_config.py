@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from traverse_crawl.core.config import TraverseConfig
-from traverse_crawl.core.errors import ConfigError
+from traverse_crawl.config.settings import TraverseConfig
+from traverse_crawl.errors import ConfigError
 
 
 def config(**settings):
@@ -70,7 +70,7 @@ def test_invalid_values_name_the_setting(settings, named):
 
 
 def test_seed_ids_must_be_valid_unicode(tmp_path):
-    from traverse_crawl.core.seeds import seeds_from_args
+    from traverse_crawl.crawl.seeds import seeds_from_args
 
     seeds = tmp_path / "seeds.txt"
     seeds.write_text('{"id": "bad\\ud800", "url": "https://h.test/"}\n', encoding="utf-8")

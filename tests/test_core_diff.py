@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from traverse_crawl.core import diff
-from traverse_crawl.core.manifests import shape_problem
+from traverse_crawl.manifests.read import shape_problem
+from traverse_crawl.reports import diff
 
 
 def ok(url: str, body_hash: str, **flags: bool) -> dict:

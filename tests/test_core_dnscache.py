@@ -1,10 +1,10 @@
-"""The egress guard's answer lifetimes and its bounded answer table (core/dnscache.py)."""
+"""The egress guard's answer lifetimes and its bounded answer table (egress/dns_cache.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from traverse_crawl.core.dnscache import DEFAULT_TTL, MAX_TTL, Answer, AnswerCache, lifetime
+from traverse_crawl.egress.dns_cache import DEFAULT_TTL, MAX_TTL, Answer, AnswerCache, lifetime
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from traverse_crawl.core import jobstate
-from traverse_crawl.core.frontier import Frontier, Outcome
+from traverse_crawl.crawl.frontier import Frontier, Outcome
+from traverse_crawl.jobdir import state as jobstate
 
 SEED = "https://h.test/"
 GRAPH = {

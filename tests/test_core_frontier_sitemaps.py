@@ -8,8 +8,9 @@ import itertools
 import pytest
 
 from tests.test_core_frontier import GRAPH, SEED, ok
-from traverse_crawl.core import jobstate, urls
-from traverse_crawl.core.frontier import Frontier, Outcome
+from traverse_crawl.crawl.frontier import Frontier, Outcome
+from traverse_crawl.fetch import urls
+from traverse_crawl.jobdir import state as jobstate
 
 # In sitemap order: a known link (deduplicated), two orphans, one listed twice.
 SITEMAP = ["https://h.test/f", "https://h.test/x", "https://h.test/b", "https://h.test/y"]

@@ -12,11 +12,11 @@ import random
 
 import pytest
 
-from traverse_crawl.core import jobstate
-from traverse_crawl.core.errors import ConfigError
-from traverse_crawl.core.frontier import Frontier, Outcome
-from traverse_crawl.core.journal import FileJournal, JournalError, MemoryJournal, encode
-from traverse_crawl.core.seeds import Seed
+from traverse_crawl.crawl.frontier import Frontier, Outcome
+from traverse_crawl.crawl.seeds import Seed
+from traverse_crawl.errors import ConfigError
+from traverse_crawl.jobdir import state as jobstate
+from traverse_crawl.jobdir.journal import FileJournal, JournalError, MemoryJournal, encode
 
 SEED = "https://h.test/"
 

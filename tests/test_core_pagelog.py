@@ -20,10 +20,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from traverse_crawl.core import frontier as frontier_module
-from traverse_crawl.core import jobstate, pagelog, urlqueue
-from traverse_crawl.core.frontier import Frontier, Outcome
-from traverse_crawl.core.pagelog import PageList, Spool
+from traverse_crawl.crawl import frontier as frontier_module
+from traverse_crawl.crawl import queue as urlqueue
+from traverse_crawl.crawl import spool as pagelog
+from traverse_crawl.crawl.frontier import Frontier, Outcome
+from traverse_crawl.crawl.spool import PageList, Spool
+from traverse_crawl.jobdir import state as jobstate
 
 SEED = "https://h.test/"
 WARNINGS = ["slow answer", 'naïve “quotes” "and" \\ back\nslash', "emoji 🦀 \u2028 line"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from traverse_crawl.core.errors import FetchError
-from traverse_crawl.core.render import (
+from traverse_crawl.errors import FetchError
+from traverse_crawl.rendering.escalation import (
     RETRIES_WARNING,
     REVALIDATE_WARNING,
     Verdict,

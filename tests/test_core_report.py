@@ -6,9 +6,10 @@ import re
 
 import pytest
 
-from traverse_crawl.core import reporthtml, reportsvg
-from traverse_crawl.core.diff import diff
-from traverse_crawl.core.report import Node, build_seed, derive_parents, tree
+from traverse_crawl.reports import html as reporthtml
+from traverse_crawl.reports import svg as reportsvg
+from traverse_crawl.reports.diff import diff
+from traverse_crawl.reports.model import Node, build_seed, derive_parents, tree
 
 SITE = "https://h.test"
 

@@ -1,4 +1,4 @@
-"""Pure tests of sitemap reading (core/sitemap.py) and the walk (core/sitemapwalk.py)."""
+"""Pure tests of sitemap reading (sitemaps/parse.py) and the walk (sitemaps/walk.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,13 @@ from itertools import pairwise
 
 import pytest
 
-from traverse_crawl.core.sitemap import MAX_URLS, SitemapDocument, parse_sitemap, sitemaps_in_robots
-from traverse_crawl.core.sitemapwalk import Fetch, SitemapWalk
+from traverse_crawl.sitemaps.parse import (
+    MAX_URLS,
+    SitemapDocument,
+    parse_sitemap,
+    sitemaps_in_robots,
+)
+from traverse_crawl.sitemaps.walk import Fetch, SitemapWalk
 
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 

@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from traverse_crawl.core import snapshot as snap
+from traverse_crawl.snapshots import model as snap
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from traverse_crawl.core import urls
-from traverse_crawl.core.links import discover_links
+from traverse_crawl.crawl.links import discover_links
+from traverse_crawl.fetch import urls
 
 BASE = "https://example.test/dir/home.html"
 ORIGIN = "https://example.test"

@@ -11,7 +11,7 @@ import pytest
 import pytest_twisted
 
 from tests.server import Reply, Server
-from traverse_crawl.core.store import source_dir_name
+from traverse_crawl.snapshots.store import source_dir_name
 
 
 def fixture_site(server: Server, other: str = "http://other.invalid") -> None:

@@ -10,9 +10,7 @@ from tests.cli import crawl_args, scrapy
 from tests.distributed_helpers import run_async
 from tests.redisserver import RedisServer, redis_server  # noqa: F401  (fixture)
 from tests.scrapyd_harness import free_port
-from traverse_crawl.core.config import TraverseConfig
-from traverse_crawl.core.distconfig import RedisConfig, redact
-from traverse_crawl.core.errors import ConfigError
+from traverse_crawl.config.settings import TraverseConfig
 from traverse_crawl.distributed.client import (
     Keys,
     RedisLost,
@@ -21,6 +19,8 @@ from traverse_crawl.distributed.client import (
     connect,
     connect_sync,
 )
+from traverse_crawl.distributed.config import RedisConfig, redact
+from traverse_crawl.errors import ConfigError
 
 
 def test_settings_defaults_and_refusals() -> None:

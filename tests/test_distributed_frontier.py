@@ -22,13 +22,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.redisserver import RedisServer
-from traverse_crawl.core.config import TraverseConfig
-from traverse_crawl.core.frontier import Frontier, Outcome
-from traverse_crawl.core.jobstate import page_record
-from traverse_crawl.core.seeds import Seed
-from traverse_crawl.distributed import scripts
+from traverse_crawl.config.settings import TraverseConfig
+from traverse_crawl.crawl.frontier import Frontier, Outcome
+from traverse_crawl.crawl.seeds import Seed
+from traverse_crawl.distributed import lua_scripts as scripts
 from traverse_crawl.distributed.client import Keys
 from traverse_crawl.distributed.frontier import join_sync, manifest_of, parse_tasks
+from traverse_crawl.jobdir.state import page_record
 
 SITE = "http://site.test"
 

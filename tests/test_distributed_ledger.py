@@ -23,10 +23,10 @@ from scrapy.utils.test import get_crawler
 from twisted.internet.defer import Deferred
 
 from tests.redisserver import redis_server  # noqa: F401  (fixture)
-from traverse_crawl.core.robots import RobotsFetch
 from traverse_crawl.distributed.ledger import CLEARANCE, Ledger
-from traverse_crawl.distributed.ledgerslot import LedgerSlot
-from traverse_crawl.distributed.robotsshare import SharedRobots
+from traverse_crawl.distributed.ledger_slot import LedgerSlot
+from traverse_crawl.distributed.robots_share import SharedRobots
+from traverse_crawl.politeness.robots import RobotsFetch
 
 ORIGIN = "http://a.test"
 PREFIX = "traverse:test:"

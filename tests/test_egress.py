@@ -26,9 +26,9 @@ from twisted.web.client import Agent, readBody
 from tests.cli import crawl_args, scrapy
 from tests.dnsserver import ScriptedDNS, installed
 from tests.server import Handler, Reply, Server, serve
-from traverse_crawl.core import egress
-from traverse_crawl.downloadermiddlewares.egress import EgressGuardMiddleware
-from traverse_crawl.resolver import PinnedResolver
+from traverse_crawl.egress import rules as egress
+from traverse_crawl.egress.middleware import EgressGuardMiddleware
+from traverse_crawl.egress.resolver import PinnedResolver
 
 # -- a real DNS server on 127.0.0.1 (tests/dnsserver.py) ---------------------------------
 
@@ -356,7 +356,7 @@ def test_scrapy_crawl_refuses_loopback_unless_its_origin_is_allowed(server, tmp_
     assert server.paths() == []
     assert "'egress/denied': 1" in refused.stderr
     # TWISTED_DNS_RESOLVER names PinnedResolver, so Scrapy installed it, not the guard.
-    assert "installed traverse_crawl.resolver.PinnedResolver" not in refused.stderr
+    assert "installed traverse_crawl.egress.resolver.PinnedResolver" not in refused.stderr
     assert "ScrapyDeprecationWarning" not in refused.stderr
 
     allowed, item = run("allowed", server.origin)

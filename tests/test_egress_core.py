@@ -7,9 +7,9 @@ from typing import Any, TypeVar
 
 import pytest
 
-from traverse_crawl.core import egress
-from traverse_crawl.core.config import parse_origins
-from traverse_crawl.core.errors import ConfigError, FetchError
+from traverse_crawl.config.settings import parse_origins
+from traverse_crawl.egress import rules as egress
+from traverse_crawl.errors import ConfigError, FetchError
 
 T = TypeVar("T")
 

@@ -22,8 +22,8 @@ from twisted.internet import defer
 
 from tests.dnsserver import ScriptedDNS, installed
 from tests.server import Handler, Reply, Server, serve
-from traverse_crawl.downloadermiddlewares.egress import EgressGuardMiddleware
-from traverse_crawl.exceptions import PageFailed
+from traverse_crawl.egress.middleware import EgressGuardMiddleware
+from traverse_crawl.fetch.exceptions import PageFailed
 
 
 @pytest.fixture

@@ -25,13 +25,13 @@ import pytest
 from tests.distributed_helpers import run_async
 from tests.jobdir_helpers import PAGES, crawl_command, long_site, manifest, run, start, stop
 from tests.server import Server
-from traverse_crawl.core import groupcommit
-from traverse_crawl.core.groupcommit import write_batch
-from traverse_crawl.core.journal import FileJournal
-from traverse_crawl.core.snapshotfile import encode
-from traverse_crawl.core.snapshotwriter import Delivered, SnapshotWriter, WriterLost
-from traverse_crawl.core.sourceref import parse_source_ref
-from traverse_crawl.core.store import FilesystemSnapshotStore, deserialize
+from traverse_crawl.jobdir.journal import FileJournal
+from traverse_crawl.snapshots import batch_write as groupcommit
+from traverse_crawl.snapshots.batch_write import write_batch
+from traverse_crawl.snapshots.file_text import encode
+from traverse_crawl.snapshots.source_ref import parse_source_ref
+from traverse_crawl.snapshots.store import FilesystemSnapshotStore, deserialize
+from traverse_crawl.snapshots.writer import Delivered, SnapshotWriter, WriterLost
 
 SYNC_MODES = [
     pytest.param(True, id="syncfs"),

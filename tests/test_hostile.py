@@ -16,7 +16,7 @@ import pytest_twisted
 from tests.server import Reply
 from tests.test_fetch import sequence
 from tests.tlsserver import serve_tls
-from traverse_crawl.core.retry import parse_retry_after, retry_wait
+from traverse_crawl.politeness.retry import parse_retry_after, retry_wait
 
 # -- decompression bombs are too-large (CONTRACT §2) ----------------------------------
 
@@ -77,7 +77,7 @@ async def test_first_request_is_not_delayed_on_a_freshly_booted_machine(server, 
         return 3.0 + time.monotonic() - started
 
     monkeypatch.setattr("scrapy.core.downloader.monotonic", uptime)
-    monkeypatch.setattr("traverse_crawl.downloadermiddlewares.politeness.monotonic", uptime)
+    monkeypatch.setattr("traverse_crawl.politeness.delay_middleware.monotonic", uptime)
     server.site({"/": "one page"})
     result = await crawl(settings={"TRAVERSE_MIN_DELAY": 30}, url=server.url("/"))
     assert "snapshot" in result.manifest["pages"][0]["fetch"]

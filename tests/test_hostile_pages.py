@@ -9,9 +9,9 @@ import tracemalloc
 import pytest
 import pytest_twisted
 
-from traverse_crawl.core.frontier import Frontier, Outcome
-from traverse_crawl.core.html import MAX_ATTRIBUTES, MAX_DEPTH
-from traverse_crawl.core.links import find_links
+from traverse_crawl.crawl.frontier import Frontier, Outcome
+from traverse_crawl.crawl.html import MAX_ATTRIBUTES, MAX_DEPTH
+from traverse_crawl.crawl.links import find_links
 
 ORIGIN = "http://site.test"
 

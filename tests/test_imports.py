@@ -1,4 +1,4 @@
-"""The package's shape: no import cycle, a core free of Scrapy, a component map that is true.
+"""The package's shape: no import cycle, pure modules free of Scrapy, every package documented.
 
 Reads every module's ``import`` statements (function-level ones included: a
 lazy import that hides a cycle is still a cycle) with ``ast``; imports nothing.
@@ -18,10 +18,35 @@ from tests.cli import scrapy
 
 ROOT = Path(traverse_crawl.__file__).parent
 PACKAGE = "traverse_crawl"
-# What the pure core may not import (STYLE §1): Scrapy and what only its adapters use.
-NOT_IN_CORE = ("scrapy", "twisted", "playwright", "scrapy_playwright", "traverse_crawl.")
-# core may import core.
-CORE = f"{PACKAGE}.core"
+# What a pure module may not import: Scrapy, Twisted and the browser stack.
+SCRAPY_STACK = ("scrapy", "twisted", "playwright", "scrapy_playwright")
+# The modules that translate between the pure logic and Scrapy (middlewares,
+# pipelines, extensions, the spider, commands, download handlers). Every other
+# module of the package is pure: it imports nothing of SCRAPY_STACK, and of the
+# package only other pure modules. A new module is pure unless it is named here.
+ADAPTERS = frozenset(
+    f"{PACKAGE}.{name}"
+    for name in """
+    addon settings
+    commands.common commands.crawl commands.crawlstatus commands.diff commands.report
+    commands.snapshot commands.snapshots commands.warc
+    crawl.outcomes crawl.progress_extension crawl.scheduler crawl.spider crawl.stop
+    distributed.ledger_slot distributed.pipeline distributed.shared_politeness
+    distributed.worker
+    egress.dns_lookup egress.middleware egress.resolver
+    fetch.exceptions fetch.failures fetch.handler fetch.request fetch.tls_middleware
+    fetch.userinfo_middleware
+    jobdir.pipeline manifests.pipeline
+    politeness.delay_middleware politeness.delay_slot politeness.redirect_middleware
+    politeness.retry_middleware politeness.robots_middleware
+    rendering.addon rendering.browser rendering.handler rendering.middleware
+    rendering.navigation rendering.pageguard rendering.response rendering.settle
+    replay.middleware
+    runtime.heap_extension runtime.log_level_extension runtime.process_wide
+    runtime.refill_extension
+    sitemaps.requests snapshots.pipeline snapshots.revalidate_middleware warc.extension
+    """.split()
+)
 
 
 def module_names() -> dict[str, Path]:
@@ -114,35 +139,37 @@ def test_the_graph_sees_the_package():
     edges = graph()
     assert f"{PACKAGE}.rendering.middleware" in edges
     assert f"{PACKAGE}.rendering.pageguard" in edges[f"{PACKAGE}.rendering.middleware"]
-    assert f"{PACKAGE}.core.urls" in edges[f"{PACKAGE}.core.links"]
+    assert f"{PACKAGE}.fetch.urls" in edges[f"{PACKAGE}.crawl.links"]
 
 
 def test_no_import_cycle_in_the_package():
     assert cycles(graph()) == []
 
 
-def test_core_imports_nothing_from_scrapy_or_the_adapters():
+def _stack(dep: str) -> bool:
+    return any(dep == name or dep.startswith(name + ".") for name in SCRAPY_STACK)
+
+
+def test_pure_modules_import_nothing_from_scrapy_or_the_adapters():
     modules = module_names()
     for name, path in modules.items():
-        if name != CORE and not name.startswith(CORE + "."):
+        if name in ADAPTERS:
             continue
         for dep in imported(path, name, modules):
-            if dep.startswith(CORE + ".") or dep == CORE:
-                continue
-            assert not dep.startswith(NOT_IN_CORE) and dep not in NOT_IN_CORE, (name, dep)
+            assert not _stack(dep), f"{name} is pure but imports {dep}"
+            assert dep not in ADAPTERS, f"{name} is pure but imports the adapter {dep}"
 
 
-def test_the_component_map_lists_every_module_and_nothing_else():
-    """docs/architecture.md's map names every module of the tree, and only those."""
+def test_every_adapter_named_exists():
+    assert sorted(ADAPTERS - set(module_names())) == []
+
+
+def test_the_architecture_page_names_every_package():
+    """docs/architecture.md's tree names every package of traverse_crawl, and only those."""
     text = (ROOT.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
-    table = text.split("## Component map", 1)[1].split("\n## ", 1)[0]
-    rows = [line for line in table.splitlines() if line.startswith("|")]
-    listed = {name for row in rows for name in re.findall(r"`([a-z_/]+\.py)`", row)}
-    tree = {
-        str(path.relative_to(ROOT)) for path in ROOT.rglob("*.py") if path.name != "__init__.py"
-    }
-    assert sorted(tree - listed) == [], "modules missing from the component map"
-    assert sorted(listed - tree) == [], "the component map names modules that do not exist"
+    packages = {path.parent.name for path in ROOT.glob("*/__init__.py")}
+    named = set(re.findall(r"^\s*[├└│─ ]*([a-z_]+)/", text, flags=re.MULTILINE))
+    assert sorted(packages - named) == [], "packages missing from docs/architecture.md"
 
 
 def test_a_crawl_process_does_not_import_the_remote_control_stack(tmp_path):
@@ -158,6 +185,6 @@ def test_a_crawl_process_does_not_import_the_remote_control_stack(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
-    assert "scrapy" in imported and "traverse_crawl.core.config" in imported  # the project
+    assert "scrapy" in imported and "traverse_crawl.config.settings" in imported  # the project
     assert "aiohttp" not in imported
     assert "scrapy.extensions.remote_control" not in imported

@@ -25,7 +25,7 @@ from tests.jobdir_helpers import (
     stop,
     wait_for_pages,
 )
-from traverse_crawl.core.journal import FileJournal
+from traverse_crawl.jobdir.journal import FileJournal
 
 KILLS = 20
 

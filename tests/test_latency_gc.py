@@ -4,7 +4,7 @@ Importing Scrapy, Twisted and lxml leaves some 90,000 objects that live
 as long as the process; every full collection used to walk them all, stopping the
 reactor for 50-250 ms three or four times in a 2,000-page crawl (no response read,
 no request sent: docs/performance.md, "Latency"). The crawl freezes them when the
-spider opens (``extensions/heap.py``), so that a full collection during the crawl
+spider opens (``runtime/heap_extension.py``), so that a full collection during the crawl
 walks only what the crawl itself created, and unfreezes them when it closes; meanwhile
 the youngest generation is collected ten times less often.
 """
@@ -16,7 +16,7 @@ import json
 
 from tests.heapprobe import probed_crawl
 from tests.server import Server
-from traverse_crawl.extensions.heap import YOUNG_THRESHOLD, FrozenStartupHeap
+from traverse_crawl.runtime.heap_extension import YOUNG_THRESHOLD, FrozenStartupHeap
 
 
 def test_startup_objects_are_frozen_during_the_crawl_only(server: Server, tmp_path):

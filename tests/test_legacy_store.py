@@ -18,7 +18,7 @@ import pytest_twisted
 
 from tests.server import Server, serve
 from tests.tricky import ETAG, PAGE, tricky_site
-from traverse_crawl.downloadermiddlewares.revalidate import _same_url
+from traverse_crawl.snapshots.revalidate_middleware import _same_url
 
 FIXTURE = Path(__file__).parent / "fixtures" / "legacy_store"
 ORIGIN = "http://127.0.0.11:8811"  # where the fixture was captured

@@ -1,4 +1,4 @@
-"""Debug records that no handler takes are not built (issue 17, ``extensions/loglevel.py``).
+"""Debug records that no handler takes are not built (issue 17, ``runtime/log_level_extension.py``).
 
 Scrapy leaves the root logger at ``NOTSET`` and filters in its handler, so every
 ``logger.debug`` of a crawl built a record for nothing. The crawl raises the root
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 from tests.heapprobe import probed_crawl
 from tests.server import Server
-from traverse_crawl.extensions.loglevel import UnhandledRecordsSkipped, lowest_handled_level
+from traverse_crawl.runtime.log_level_extension import UnhandledRecordsSkipped, lowest_handled_level
 
 SITE = {"/index.html": '<a href="/a.html">a</a>', "/a.html": "<p>a</p>"}
 
@@ -78,7 +78,7 @@ def test_a_handler_that_takes_everything_keeps_every_record():
     logger of its own) means every record is wanted: the root stays as it is."""
     with scrapy_like_root() as root_logger:
         catch_all = logging.StreamHandler(io.StringIO())
-        logging.getLogger("traverse_crawl.spiders").addHandler(catch_all)
+        logging.getLogger("traverse_crawl.crawl.spider").addHandler(catch_all)
         try:
             assert lowest_handled_level() == logging.NOTSET
             extension = UnhandledRecordsSkipped()
@@ -87,7 +87,7 @@ def test_a_handler_that_takes_everything_keeps_every_record():
             extension.closed()
             assert root_logger.level == logging.NOTSET
         finally:
-            logging.getLogger("traverse_crawl.spiders").removeHandler(catch_all)
+            logging.getLogger("traverse_crawl.crawl.spider").removeHandler(catch_all)
 
 
 def test_a_libraries_null_handler_does_not_count():

@@ -23,8 +23,8 @@ import pytest_twisted
 from tests.jobdir_helpers import comparable, crawl_command, run, start, stop
 from tests.server import Reply
 from tests.sitemapsite import listed, shop, urlset
-from traverse_crawl.core import pagelog
-from traverse_crawl.core.manifests import ManifestError, load_all
+from traverse_crawl.crawl import spool as pagelog
+from traverse_crawl.manifests.read import ManifestError, load_all
 
 
 @pytest.fixture(autouse=True)

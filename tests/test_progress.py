@@ -11,8 +11,8 @@ import sys
 
 from tests.cli import REPO, crawl_args, scrapy, scrapy_env
 from tests.server import Reply, Server
-from traverse_crawl.core.frontier import Frontier, Outcome
-from traverse_crawl.core.progress import SeedProgress, log_line
+from traverse_crawl.crawl.frontier import Frontier, Outcome
+from traverse_crawl.crawl.progress import SeedProgress, log_line
 
 LINE = re.compile(r"seed prog: (\d+)/30 pages, (\d+) queued, (\d+) errors, (\d+) pages/min")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")

@@ -2,7 +2,7 @@
 
 Scrapy's engine takes the next request on a ``callLater(0)`` timer, a loop turn
 after the response that freed the place, behind whatever page work that turn
-queued; ``extensions/refill.py`` runs the engine's pass at once. Observed in a
+queued; ``runtime/refill_extension.py`` runs the engine's pass at once. Observed in a
 real crawl, one request at a time against a server that answers late, by
 counting the event loop's turns (``tests/turnprobe.py``).
 """

@@ -17,7 +17,7 @@ import pytest_twisted
 
 from tests.cli import crawl_args, scrapy
 from tests.server import Reply, Server, serve
-from traverse_crawl.core.errors import ConfigError
+from traverse_crawl.errors import ConfigError
 
 ROBOTS = Reply(body="User-agent: *\nDisallow: /private", content_type="text/plain")
 LONG_TEXT = "This page is ordinary server-rendered HTML with plenty of visible text. " * 12

@@ -18,12 +18,12 @@ from twisted.internet.defer import Deferred
 
 from tests.conftest import base_settings
 from tests.server import Reply, Server
-from traverse_crawl.core.errors import ConfigError
-from traverse_crawl.core.snapshot import build_snapshot
-from traverse_crawl.core.sourceref import parse_source_ref
-from traverse_crawl.core.store import FilesystemSnapshotStore, source_dir_name
-from traverse_crawl.core.urls import page_id
-from traverse_crawl.spiders.traverse import TraverseSpider
+from traverse_crawl.crawl.spider import TraverseSpider
+from traverse_crawl.errors import ConfigError
+from traverse_crawl.fetch.urls import page_id
+from traverse_crawl.snapshots.model import build_snapshot
+from traverse_crawl.snapshots.source_ref import parse_source_ref
+from traverse_crawl.snapshots.store import FilesystemSnapshotStore, source_dir_name
 
 # A PNG signature and a PDF header followed by every byte value: any text
 # decoding or newline translation on the way would change them.

@@ -24,10 +24,10 @@ from scrapy.crawler import Crawler
 
 from tests.server import Server
 from tests.test_replay import site
-from traverse_crawl.core.store import FilesystemSnapshotStore
-from traverse_crawl.core.urls import page_id
-from traverse_crawl.downloadermiddlewares import replay as replay_module
-from traverse_crawl.downloadermiddlewares.replay import ReplayMiddleware
+from traverse_crawl.fetch.urls import page_id
+from traverse_crawl.replay import middleware as replay_module
+from traverse_crawl.replay.middleware import ReplayMiddleware
+from traverse_crawl.snapshots.store import FilesystemSnapshotStore
 
 
 def replay_middleware(crawler: Crawler) -> ReplayMiddleware:

@@ -32,8 +32,8 @@ from tests.tricky import (
     leaf,
     tricky_site,
 )
-from traverse_crawl.core import urls
-from traverse_crawl.core.sourceref import parse_source_ref
+from traverse_crawl.fetch import urls
+from traverse_crawl.snapshots.source_ref import parse_source_ref
 
 SETTINGS = {"TRAVERSE_MAX_PAGES": 60, "TRAVERSE_MAX_DEPTH": 2}
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest_twisted
 
 from tests.server import Handler, Reply, Server
-from traverse_crawl.core.store import FilesystemSnapshotStore
-from traverse_crawl.core.urls import page_id
+from traverse_crawl.fetch.urls import page_id
+from traverse_crawl.snapshots.store import FilesystemSnapshotStore
 
 LAST_MODIFIED = "Wed, 01 Jul 2026 00:00:00 GMT"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from traverse_crawl.core.robots import (
+from traverse_crawl.politeness.robots import (
     MAX_ROBOTS_BYTES,
     AllowAll,
     DisallowAll,

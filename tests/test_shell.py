@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from traverse_crawl.core import shell
-from traverse_crawl.core.html import parse_html
+from traverse_crawl.crawl.html import parse_html
+from traverse_crawl.rendering import shell
 
 BUNDLE = "<script>" + "window.app=function(){return 42};" * 40 + "</script>"
 ROOT = '<div id="root"></div>'

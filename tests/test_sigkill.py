@@ -18,8 +18,8 @@ from pathlib import Path
 
 from tests.cli import REPO, scrapy_env
 from tests.server import Server
-from traverse_crawl.core.store import FilesystemSnapshotStore, deserialize, source_dir_name
-from traverse_crawl.core.urls import page_id
+from traverse_crawl.fetch.urls import page_id
+from traverse_crawl.snapshots.store import FilesystemSnapshotStore, deserialize, source_dir_name
 
 PAGES = 400
 FILLER = "<p>" + "lorem ipsum dolor sit amet " * 4000 + "</p>"  # ~100 KB a page
@@ -146,8 +146,8 @@ def test_sigkill_mid_capture_leaves_only_parseable_snapshots(server, tmp_path):
 
 WRITER = """
 import sys
-from traverse_crawl.core.snapshot import build_snapshot
-from traverse_crawl.core.store import FilesystemSnapshotStore
+from traverse_crawl.snapshots.model import build_snapshot
+from traverse_crawl.snapshots.store import FilesystemSnapshotStore
 store = FilesystemSnapshotStore(sys.argv[1])
 snap = build_snapshot(source_id="page", url="http://h/", status=200, content_type="text",
                       raw_body=b"x" * (32 * 1024 * 1024), content_type_header="text/plain",

@@ -14,8 +14,8 @@ from tests.cli import crawl_args, scrapy
 from tests.server import Reply, Server, serve
 from tests.sitemapsite import XML, index, listed, shop, urls_and_depths, urlset
 from tests.test_crawl import random_delay_site, without_timestamps
-from traverse_crawl.core.store import FilesystemSnapshotStore
-from traverse_crawl.sitemaps import sitemap_id
+from traverse_crawl.sitemaps.requests import sitemap_id
+from traverse_crawl.snapshots.store import FilesystemSnapshotStore
 
 ROBOTS = {"TRAVERSE_SITEMAPS": "robots", "TRAVERSE_MAX_DEPTH": 1}
 

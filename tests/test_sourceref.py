@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from traverse_crawl.core.snapshot import build_snapshot
-from traverse_crawl.core.sourceref import SourceRef, build_source_ref, parse_source_ref
-from traverse_crawl.core.store import FilesystemSnapshotStore
+from traverse_crawl.snapshots.model import build_snapshot
+from traverse_crawl.snapshots.source_ref import SourceRef, build_source_ref, parse_source_ref
+from traverse_crawl.snapshots.store import FilesystemSnapshotStore
 
 HOME = "https://example.test/crawl-site/home.html"
 DIGEST = "e2c6c0ea7c7900c31f953e48d30d5e839801ab90630d751e7c8426ed5859da47"

@@ -6,10 +6,10 @@ import pytest
 import pytest_twisted
 
 from tests.cli import crawl_args, scrapy
-from traverse_crawl.core.config import TraverseConfig
-from traverse_crawl.core.errors import ConfigError
-from traverse_crawl.core.scrapy_settings import check_scrapy_settings
-from traverse_crawl.core.seeds import read_seeds
+from traverse_crawl.config.scrapy_settings import check_scrapy_settings
+from traverse_crawl.config.settings import TraverseConfig
+from traverse_crawl.crawl.seeds import read_seeds
+from traverse_crawl.errors import ConfigError
 
 
 @pytest.mark.parametrize(

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from traverse_crawl.core.js import decode_base64
-from traverse_crawl.core.snapshot import build_snapshot
-from traverse_crawl.core.store import (
+from traverse_crawl.fetch.urls import page_id
+from traverse_crawl.snapshots.model import build_snapshot
+from traverse_crawl.snapshots.store import (
     FilesystemSnapshotStore,
     deserialize,
     encode,
@@ -25,7 +25,7 @@ from traverse_crawl.core.store import (
     sort_newest_first,
     source_dir_name,
 )
-from traverse_crawl.core.urls import page_id
+from traverse_crawl.utils.javascript import decode_base64
 
 HELLO_HASH = "e2c6c0ea7c7900c31f953e48d30d5e839801ab90630d751e7c8426ed5859da47"
 
@@ -352,7 +352,7 @@ def test_walk_by_seed_prefix_finds_every_page_of_the_seed(tmp_path: Path, seed_i
 
 
 def test_streamed_json_write_is_byte_identical_to_dumps(tmp_path):
-    from traverse_crawl.core.atomic import atomic_write_json
+    from traverse_crawl.utils.atomic import atomic_write_json
 
     obj = {"seed": {"id": "café ☕", "url": "https://h/"}, "pages": [{"a": None, "b": [1.5, True]}]}
     path = tmp_path / "m.json"

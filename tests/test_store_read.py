@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from traverse_crawl.core.store import FilesystemSnapshotStore, check_snapshot_text, serialize
+from traverse_crawl.snapshots.store import FilesystemSnapshotStore, check_snapshot_text, serialize
 
 SNAPSHOT = {
     "sourceId": "s::http://a.test/",

@@ -14,7 +14,7 @@ import pytest_twisted
 from tests.cli import scrapy
 from tests.server import Reply, Server
 from tests.warctools import PYWB_BIN, pywb, replayed, run, warcio_check, warcio_index
-from traverse_crawl.core.surt import surt
+from traverse_crawl.warc.surt import surt
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
 GZ_HTML = ("<p>" + "zipped " * 400 + '<a href="a.html">a</a></p>').encode()

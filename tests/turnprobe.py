@@ -30,7 +30,7 @@ def turns_to_refill(
     out = tmp_path / "turns.json"
     extensions = {**settings.EXTENSIONS, "tests.turnprobe.TurnProbe": -100}
     if not refill:
-        extensions["traverse_crawl.extensions.refill.RefillAtResponse"] = None
+        extensions["traverse_crawl.runtime.refill_extension.RefillAtResponse"] = None
     run = scrapy(
         "crawl", "traverse", "-a", f"url={server.url('/index.html')}",
         *crawl_args(tmp_path, server.origin),

@@ -3,17 +3,17 @@
 Every setting traverse_crawl reads — the TRAVERSE_* ones and the Scrapy ones whose
 project default differs from Scrapy's (``USER_AGENT``, ``ROBOTSTXT_OBEY``,
 ``DOWNLOAD_TIMEOUT``, ``DOWNLOAD_MAXSIZE``, ``REDIRECT_MAX_TIMES``, ...) — has its
-default in one place, ``traverse_crawl.core.config.FIELDS``; this module sets them
+default in one place, ``traverse_crawl.config.settings.FIELDS``; this module sets them
 all from there. docs/settings.md lists each with its value.
 """
 
 from scrapy.settings import default_settings as _scrapy_defaults
 
-from traverse_crawl.core import config as _config
+from traverse_crawl.config import settings as _config
 
 BOT_NAME = "traverse_crawl"
-SPIDER_MODULES = ["traverse_crawl.spiders"]
-NEWSPIDER_MODULE = "traverse_crawl.spiders"
+SPIDER_MODULES = ["traverse_crawl.crawl.spider"]
+NEWSPIDER_MODULE = "traverse_crawl.crawl.spider"
 COMMANDS_MODULE = "traverse_crawl.commands"
 
 globals().update(_config.DEFAULTS)
@@ -27,10 +27,10 @@ DEFAULT_REQUEST_HEADERS = {"Accept": "text/html,application/xhtml+xml,text/plain
 # fingerprint sorts query parameters (SPEC §17b), so every request is dont_filter.
 # Fairness between origins: the scheduler hands out requests of the origin slot
 # with the fewest active downloads, so one slow origin never starves another.
-# JOBDIR holds the frontier's journal only (traverse_crawl/jobdir.py): the
+# JOBDIR holds the frontier's journal only (traverse_crawl/jobdir/pipeline.py): the
 # scheduler keeps its queue in memory, every request is dont_filter (no
 # requests.seen), and Scrapy's pickled spider.state is not written.
-SCHEDULER = "traverse_crawl.scheduler.MemoryScheduler"
+SCHEDULER = "traverse_crawl.crawl.scheduler.MemoryScheduler"
 DUPEFILTER_CLASS = "scrapy.dupefilters.BaseDupeFilter"
 SCHEDULER_PRIORITY_QUEUE = "scrapy.pqueues.DownloaderAwarePriorityQueue"
 # Breadth first: requests have priority -depth (few distinct levels: Scrapy keeps
@@ -82,15 +82,15 @@ DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
     "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
     "scrapy.downloadermiddlewares.cookies.CookiesMiddleware": None,
-    "traverse_crawl.downloadermiddlewares.userinfo.UserinfoMiddleware": 40,
-    "traverse_crawl.downloadermiddlewares.replay.ReplayMiddleware": 50,
-    "traverse_crawl.downloadermiddlewares.egress.EgressGuardMiddleware": 90,
-    "traverse_crawl.downloadermiddlewares.robots.RobotsMiddleware": 100,
-    "traverse_crawl.downloadermiddlewares.retry.RetryMiddleware": 550,
-    "traverse_crawl.downloadermiddlewares.redirect.RedirectMiddleware": 600,
-    "traverse_crawl.downloadermiddlewares.revalidate.RevalidateMiddleware": 650,
-    "traverse_crawl.downloadermiddlewares.politeness.PolitenessMiddleware": 950,
-    "traverse_crawl.downloadermiddlewares.tls.UnverifiedTlsMiddleware": 960,
+    "traverse_crawl.fetch.userinfo_middleware.UserinfoMiddleware": 40,
+    "traverse_crawl.replay.middleware.ReplayMiddleware": 50,
+    "traverse_crawl.egress.middleware.EgressGuardMiddleware": 90,
+    "traverse_crawl.politeness.robots_middleware.RobotsMiddleware": 100,
+    "traverse_crawl.politeness.retry_middleware.RetryMiddleware": 550,
+    "traverse_crawl.politeness.redirect_middleware.RedirectMiddleware": 600,
+    "traverse_crawl.snapshots.revalidate_middleware.RevalidateMiddleware": 650,
+    "traverse_crawl.politeness.delay_middleware.PolitenessMiddleware": 950,
+    "traverse_crawl.fetch.tls_middleware.UnverifiedTlsMiddleware": 960,
 }
 
 # The request target sent is the WHATWG URL's path and query byte for byte
@@ -98,18 +98,18 @@ DOWNLOADER_MIDDLEWARES = {
 # with a cap on response header size (TRAVERSE_MAX_HEADER_SIZE, issue 10).
 # The render add-on swaps in its subclass of scrapy-playwright's handler.
 DOWNLOAD_HANDLERS = {
-    "http": "traverse_crawl.wire.ExactTargetDownloadHandler",
-    "https": "traverse_crawl.wire.ExactTargetDownloadHandler",
+    "http": "traverse_crawl.fetch.request.ExactTargetDownloadHandler",
+    "https": "traverse_crawl.fetch.request.ExactTargetDownloadHandler",
 }
 
 # Item pipelines: store every snapshot (capture mode), keep the outcome in the
 # JOBDIR journal (with JOBDIR) or commit it to Redis (with REDIS_URL), then write
 # the manifest (with REDIS_URL, the worker that finishes a seed writes it).
 ITEM_PIPELINES = {
-    "traverse_crawl.pipelines.snapshots.SnapshotStorePipeline": 300,
-    "traverse_crawl.jobdir.JournalPipeline": 800,
+    "traverse_crawl.snapshots.pipeline.SnapshotStorePipeline": 300,
+    "traverse_crawl.jobdir.pipeline.JournalPipeline": 800,
     "traverse_crawl.distributed.pipeline.CommitPipeline": 850,
-    "traverse_crawl.pipelines.manifest.ManifestPipeline": 900,
+    "traverse_crawl.manifests.pipeline.ManifestPipeline": 900,
 }
 
 # The render add-on installs scrapy-playwright's download handler and the render
@@ -119,7 +119,7 @@ ADDONS = {"traverse_crawl.rendering.addon.RenderAddon": 0}
 
 # The egress guard pins the addresses it checked in this resolver, so the
 # connection goes to exactly those addresses (no DNS rebinding window).
-TWISTED_DNS_RESOLVER = "traverse_crawl.resolver.PinnedResolver"
+TWISTED_DNS_RESOLVER = "traverse_crawl.egress.resolver.PinnedResolver"
 
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 # No local control servers in a crawler meant to run as a service. Scrapy 2.19 imports
@@ -136,17 +136,17 @@ EXTENSIONS_BASE = {
 EXTENSIONS = {
     # Start-up objects to the permanent generation (GC pauses of 50-250 ms, issue 17);
     # before CoreStats (0), so its full collection is not in the crawl's elapsed time.
-    "traverse_crawl.extensions.heap.FrozenStartupHeap": -10,
+    "traverse_crawl.runtime.heap_extension.FrozenStartupHeap": -10,
     # The root logger at what its handlers take: no LogRecord built for a dropped
     # debug line (issue 17).
-    "traverse_crawl.extensions.loglevel.UnhandledRecordsSkipped": -5,
+    "traverse_crawl.runtime.log_level_extension.UnhandledRecordsSkipped": -5,
     # A freed download place refilled in the turn its response arrives, not on the
     # engine's next-turn timer (issue 17: latency).
-    "traverse_crawl.extensions.refill.RefillAtResponse": 0,
+    "traverse_crawl.runtime.refill_extension.RefillAtResponse": 0,
     # TRAVERSE_WARC_DIR: every exchange of a capture also goes to WARC files.
-    "traverse_crawl.extensions.warc.WarcWriterExtension": 500,
+    "traverse_crawl.warc.extension.WarcWriterExtension": 500,
     "scrapy.extensions.spiderstate.SpiderState": None,
-    "traverse_crawl.extensions.progress.ProgressExtension": 510,
+    "traverse_crawl.crawl.progress_extension.ProgressExtension": 510,
 }
 FEED_EXPORT_ENCODING = "utf-8"
 LOG_LEVEL = "INFO"

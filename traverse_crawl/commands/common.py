@@ -14,12 +14,12 @@ from typing import Any, ClassVar
 
 from scrapy.exceptions import UsageError
 
-from traverse_crawl.core.config import TraverseConfig
-from traverse_crawl.core.errors import ConfigError
-from traverse_crawl.core.snapshot import Snapshot, manifest_view
-from traverse_crawl.core.sourceref import build_source_ref
-from traverse_crawl.core.store import FilesystemSnapshotStore
-from traverse_crawl.exceptions import CommandFailed
+from traverse_crawl.config.settings import TraverseConfig
+from traverse_crawl.errors import ConfigError
+from traverse_crawl.fetch.exceptions import CommandFailed
+from traverse_crawl.snapshots.model import Snapshot, manifest_view
+from traverse_crawl.snapshots.source_ref import build_source_ref
+from traverse_crawl.snapshots.store import FilesystemSnapshotStore
 
 
 class StoreCommand:

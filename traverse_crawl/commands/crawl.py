@@ -17,12 +17,12 @@ from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 from scrapy.settings import BaseSettings
 
-from traverse_crawl.core.config import TraverseConfig
-from traverse_crawl.core.errors import ConfigError
-from traverse_crawl.core.scrapy_settings import parse_log_level
-from traverse_crawl.jobdir import jobdir_path, resolve_seeds
+from traverse_crawl.config.scrapy_settings import parse_log_level
+from traverse_crawl.config.settings import TraverseConfig
+from traverse_crawl.crawl.stop import install as install_shutdown
+from traverse_crawl.errors import ConfigError
+from traverse_crawl.jobdir.pipeline import jobdir_path, resolve_seeds
 from traverse_crawl.rendering.addon import check_render
-from traverse_crawl.shutdown import install as install_shutdown
 
 logger = logging.getLogger(__name__)
 

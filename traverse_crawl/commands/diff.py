@@ -22,11 +22,11 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from traverse_crawl.commands.common import open_store, write_text
-from traverse_crawl.core import diff as difflib_
-from traverse_crawl.core.manifests import ManifestError, load_all, stored_snapshot
-from traverse_crawl.core.snapshot import BINARY_TYPES
-from traverse_crawl.core.store import FilesystemSnapshotStore
-from traverse_crawl.exceptions import CommandFailed
+from traverse_crawl.fetch.exceptions import CommandFailed
+from traverse_crawl.manifests.read import ManifestError, load_all, stored_snapshot
+from traverse_crawl.reports import diff as difflib_
+from traverse_crawl.snapshots.model import BINARY_TYPES
+from traverse_crawl.snapshots.store import FilesystemSnapshotStore
 
 DEFAULT_BODY_LINES = 40
 

@@ -26,14 +26,16 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from traverse_crawl.commands.common import open_store, write_text
-from traverse_crawl.core import diff, reporthtml, urls
-from traverse_crawl.core.atomic import atomic_write_text
-from traverse_crawl.core.links import discover_links
-from traverse_crawl.core.manifests import ManifestError, load_all, stored_snapshot
-from traverse_crawl.core.report import build_seed, derive_parents, ok
-from traverse_crawl.core.snapshot import body_size
-from traverse_crawl.core.store import FilesystemSnapshotStore
-from traverse_crawl.exceptions import CommandFailed
+from traverse_crawl.crawl.links import discover_links
+from traverse_crawl.fetch import urls
+from traverse_crawl.fetch.exceptions import CommandFailed
+from traverse_crawl.manifests.read import ManifestError, load_all, stored_snapshot
+from traverse_crawl.reports import diff
+from traverse_crawl.reports import html as reporthtml
+from traverse_crawl.reports.model import build_seed, derive_parents, ok
+from traverse_crawl.snapshots.model import body_size
+from traverse_crawl.snapshots.store import FilesystemSnapshotStore
+from traverse_crawl.utils.atomic import atomic_write_text
 
 
 class Command(ScrapyCommand):

@@ -27,9 +27,9 @@ from traverse_crawl.commands.common import (
     printable,
     write_text,
 )
-from traverse_crawl.core.snapshot import body_bytes
-from traverse_crawl.core.sourceref import parse_source_ref
-from traverse_crawl.exceptions import CommandFailed
+from traverse_crawl.fetch.exceptions import CommandFailed
+from traverse_crawl.snapshots.model import body_bytes
+from traverse_crawl.snapshots.source_ref import parse_source_ref
 
 
 class Command(StoreCommand, ScrapyCommand):

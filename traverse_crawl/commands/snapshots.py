@@ -29,10 +29,10 @@ from traverse_crawl.commands.common import (
     printable,
     write_text,
 )
-from traverse_crawl.core.js import encode_uri_component
-from traverse_crawl.core.snapshot import Snapshot
-from traverse_crawl.core.store import FilesystemSnapshotStore, sort_newest_first
-from traverse_crawl.exceptions import CommandFailed
+from traverse_crawl.fetch.exceptions import CommandFailed
+from traverse_crawl.snapshots.model import Snapshot
+from traverse_crawl.snapshots.store import FilesystemSnapshotStore, sort_newest_first
+from traverse_crawl.utils.javascript import encode_uri_component
 
 
 def seed_pages(store: FilesystemSnapshotStore, seed_id: str) -> list[Snapshot]:

@@ -30,15 +30,15 @@ from traverse_crawl import __version__
 from traverse_crawl.commands.common import StoreCommand, open_store, run_safely
 from traverse_crawl.commands.common import write_text as _write
 from traverse_crawl.commands.snapshots import seed_pages
-from traverse_crawl.core.config import TraverseConfig
-from traverse_crawl.core.errors import ConfigError
-from traverse_crawl.core.snapshot import Snapshot
-from traverse_crawl.core.store import FilesystemSnapshotStore
-from traverse_crawl.core.wacz import write_wacz
-from traverse_crawl.core.warc import info_fields
-from traverse_crawl.core.warcexport import write_warc
-from traverse_crawl.core.warcimport import ImportReport, Source, candidates, file_source
-from traverse_crawl.exceptions import CommandFailed
+from traverse_crawl.config.settings import TraverseConfig
+from traverse_crawl.errors import ConfigError
+from traverse_crawl.fetch.exceptions import CommandFailed
+from traverse_crawl.snapshots.model import Snapshot
+from traverse_crawl.snapshots.store import FilesystemSnapshotStore
+from traverse_crawl.warc.export import write_warc
+from traverse_crawl.warc.importer import ImportReport, Source, candidates, file_source
+from traverse_crawl.warc.records import info_fields
+from traverse_crawl.warc.wacz import write_wacz
 
 SOFTWARE = f"traverse_crawl/{__version__} (warcio)"
 

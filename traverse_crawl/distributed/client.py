@@ -26,8 +26,8 @@ import redis.asyncio
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from traverse_crawl.core.distconfig import RedisConfig, SettingsLike, redact
-from traverse_crawl.core.errors import ConfigError
+from traverse_crawl.distributed.config import RedisConfig, SettingsLike, redact
+from traverse_crawl.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 ``RemoteFrontier`` (asyncio client, the workers) and ``join_sync`` (the
 ``crawl`` command's check, before the reactor) speak the same scripts. What is
-kept mirrors ``JOBDIR`` (``core/jobstate.py``): the crawl-defining settings
+kept mirrors ``JOBDIR`` (``jobdir/state.py``): the crawl-defining settings
 (like the journal's header), the seeds, and one page record per committed page
 (``jobstate.page_record``, the journal's own record); a seed's manifest is
 rebuilt from its records by the reference ``Frontier`` (``manifest_of``), so
@@ -19,13 +19,14 @@ from typing import Any
 import redis
 import redis.asyncio
 
-from traverse_crawl.core import jobstate, urls
-from traverse_crawl.core.config import TraverseConfig
-from traverse_crawl.core.errors import ConfigError
-from traverse_crawl.core.frontier import Frontier
-from traverse_crawl.core.seeds import Seed
-from traverse_crawl.distributed import scripts
+from traverse_crawl.config.settings import TraverseConfig
+from traverse_crawl.crawl.frontier import Frontier
+from traverse_crawl.crawl.seeds import Seed
+from traverse_crawl.distributed import lua_scripts as scripts
 from traverse_crawl.distributed.client import Keys, connect_sync
+from traverse_crawl.errors import ConfigError
+from traverse_crawl.fetch import urls
+from traverse_crawl.jobdir import state as jobstate
 
 FORMAT = "traverse_crawl-redis"
 VERSION = 1

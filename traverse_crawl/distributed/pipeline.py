@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
-from traverse_crawl.items import PageItem
+from traverse_crawl.crawl.items import PageItem
 
 if TYPE_CHECKING:
     from traverse_crawl.distributed.worker import Worker

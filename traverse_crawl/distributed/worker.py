@@ -29,20 +29,20 @@ from typing import Any, TypeVar
 
 from scrapy.crawler import Crawler
 
-from traverse_crawl.core import seeds as seedlib
-from traverse_crawl.core import urls
-from traverse_crawl.core.atomic import atomic_write_json
-from traverse_crawl.core.config import TraverseConfig
-from traverse_crawl.core.distconfig import redact
-from traverse_crawl.core.errors import FetchError
-from traverse_crawl.core.frontier import Admission, Frontier, Outcome
-from traverse_crawl.core.jobstate import page_record
+from traverse_crawl.config.settings import TraverseConfig
+from traverse_crawl.crawl import seeds as seedlib
+from traverse_crawl.crawl.frontier import Admission, Frontier, Outcome
+from traverse_crawl.crawl.items import PageItem
+from traverse_crawl.crawl.stop import stopping
 from traverse_crawl.distributed.client import Keys, RedisLost, Retrying, client
+from traverse_crawl.distributed.config import redact
 from traverse_crawl.distributed.frontier import RemoteFrontier, Task, manifest_of
-from traverse_crawl.items import PageItem
-from traverse_crawl.pipelines.manifest import manifest_path
-from traverse_crawl.shutdown import stopping
+from traverse_crawl.errors import FetchError
+from traverse_crawl.fetch import urls
+from traverse_crawl.jobdir.state import page_record
+from traverse_crawl.manifests.pipeline import manifest_path
 from traverse_crawl.stats import inc
+from traverse_crawl.utils.atomic import atomic_write_json
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -11,5 +11,5 @@
 - ``response``: responses kept in meta as data, the rendered DOM as UTF-8 HTML.
 
 The pure parts (meta keys, the ``renderEscalation`` record, SPEC §4's warnings)
-are in ``traverse_crawl.core.render``; the shell heuristic in ``core.shell``.
+are in ``traverse_crawl.rendering.escalation``; the shell heuristic in ``core.shell``.
 """

@@ -33,14 +33,14 @@ from typing import Any
 from scrapy.crawler import Crawler
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
-from traverse_crawl.core.config import TraverseConfig
-from traverse_crawl.core.errors import ConfigError
+from traverse_crawl.config.settings import TraverseConfig
+from traverse_crawl.errors import ConfigError
 from traverse_crawl.rendering.browser import check_browser, launch_options
 
 logger = logging.getLogger(__name__)
 
 HANDLER = "traverse_crawl.rendering.handler.RenderDownloadHandler"
-PLAIN_HANDLER = "traverse_crawl.wire.ExactTargetDownloadHandler"
+PLAIN_HANDLER = "traverse_crawl.fetch.request.ExactTargetDownloadHandler"
 MIDDLEWARE_PRIORITY = 540
 
 

@@ -20,7 +20,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from traverse_crawl.core.errors import ConfigError
+from traverse_crawl.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 
-from traverse_crawl.wire import ExactTargetDownloadHandler
+from traverse_crawl.fetch.request import ExactTargetDownloadHandler
 
 
 class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler, ExactTargetDownloadHandler):  # type: ignore[misc]

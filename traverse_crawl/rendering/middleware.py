@@ -64,10 +64,13 @@ from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.misc import load_object
 from scrapy_playwright.page import PageMethod
 
-from traverse_crawl.core.attempt import SNAPSHOT, drop_validators, next_attempt
-from traverse_crawl.core.config import get_config
-from traverse_crawl.core.errors import FetchError
-from traverse_crawl.core.render import (
+from traverse_crawl.config.settings import get_config
+from traverse_crawl.errors import FetchError
+from traverse_crawl.fetch.attempt import SNAPSHOT, drop_validators, next_attempt
+from traverse_crawl.fetch.exceptions import PageFailed, RenderWaitTimeout
+from traverse_crawl.politeness.redirect_middleware import RedirectMiddleware
+from traverse_crawl.rendering import navigation, pageguard
+from traverse_crawl.rendering.escalation import (
     DENIED,
     ESCALATION,
     FAILED,
@@ -81,9 +84,6 @@ from traverse_crawl.core.render import (
     judge,
     shell_signals,
 )
-from traverse_crawl.downloadermiddlewares.redirect import RedirectMiddleware
-from traverse_crawl.exceptions import PageFailed, RenderWaitTimeout
-from traverse_crawl.rendering import navigation, pageguard
 from traverse_crawl.rendering.response import as_rendered_html, freeze, thaw, utf8_body
 from traverse_crawl.stats import inc
 

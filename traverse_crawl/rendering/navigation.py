@@ -27,7 +27,7 @@ from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddlewa
 from scrapy.exceptions import DownloadTimeoutError, NotConfigured
 from scrapy.http import Response
 
-from traverse_crawl.wire import ExactTargetDownloadHandler, WhatwgRequest
+from traverse_crawl.fetch.request import ExactTargetDownloadHandler, WhatwgRequest
 
 # Not forwarded: what the handler computes itself, or what would ask the server
 # for a body encoding nobody here decodes.

@@ -58,15 +58,16 @@ from playwright.async_api import (
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Request as BrowserRequest
 
-from traverse_crawl.core import egress, urls
-from traverse_crawl.core.attempt import CONDITIONAL_HEADERS
-from traverse_crawl.core.errors import FetchError
-from traverse_crawl.core.render import DENIED, FAILED, GUARD_KEY, HANDOFF
-from traverse_crawl.core.snapshot import resolve_content_type
-from traverse_crawl.core.warc import NAVIGATION, navigation_record
+from traverse_crawl.egress import rules as egress
+from traverse_crawl.errors import FetchError
+from traverse_crawl.fetch import urls
+from traverse_crawl.fetch.attempt import CONDITIONAL_HEADERS
+from traverse_crawl.rendering.escalation import DENIED, FAILED, GUARD_KEY, HANDOFF
 from traverse_crawl.rendering.navigation import Navigator
 from traverse_crawl.rendering.settle import PageState, settle_page
+from traverse_crawl.snapshots.model import resolve_content_type
 from traverse_crawl.stats import Stats, inc
+from traverse_crawl.warc.records import NAVIGATION, navigation_record
 
 logger = logging.getLogger(__name__)
 
@@ -105,7 +106,7 @@ class PageGuard:
         keep_navigation: bool = False,
     ) -> None:
         self.key = key
-        self.keep_navigation = keep_navigation  # for the WARC writer (extensions/warc.py)
+        self.keep_navigation = keep_navigation  # for the WARC writer (warc/extension.py)
         self.navigator = navigator
         self.egress_guard = egress_guard
         self.allow = allow

@@ -20,9 +20,9 @@ from playwright.async_api import APIRequestContext, Page
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
-from traverse_crawl.core.errors import FetchError
-from traverse_crawl.core.render import HANDOFF, networkidle_warning
-from traverse_crawl.exceptions import ClientRedirect, RenderWaitTimeout
+from traverse_crawl.errors import FetchError
+from traverse_crawl.fetch.exceptions import ClientRedirect, RenderWaitTimeout
+from traverse_crawl.rendering.escalation import HANDOFF, networkidle_warning
 
 
 @dataclass

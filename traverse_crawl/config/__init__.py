@@ -1,0 +1,1 @@
+"""Settings: every setting's default, parsed and validated once per crawler."""

@@ -1,0 +1,303 @@
+"""Typed, validated traverse_crawl settings (CONTRACT §2).
+
+Every setting is read once, here, into a frozen ``TraverseConfig``: ``FIELDS`` has
+one row per setting with its default (the only place defaults live) and its
+parser. An invalid value raises ``ConfigError`` naming the setting and the
+accepted values, at start-up and never halfway through a crawl (STYLE §3). Values
+may come from ``settings.py`` (typed) or ``-s NAME=VALUE`` / scrapyd ``setting=``
+(strings). ``get_config(crawler)`` parses them once per crawler, for every
+component; the ``Protocol`` types keep this module free of Scrapy.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple, Protocol, TypeVar, get_args
+
+import cssselect
+
+from traverse_crawl.config.scrapy_settings import (
+    check_scrapy_settings,
+    parse_count,
+    parse_delay,
+    parse_integer,
+    parse_size,
+    parse_timeout,
+)
+from traverse_crawl.distributed.config import DEFAULTS as REDIS_DEFAULTS
+from traverse_crawl.distributed.config import RedisConfig
+from traverse_crawl.errors import ConfigError
+from traverse_crawl.fetch import urls
+from traverse_crawl.politeness.robots import Matcher, Policy
+
+Mode = Literal["live", "capture", "replay"]
+RenderPolicy = Literal["never", "always", "on-shell-warning"]
+SitemapMode = Literal["off", "robots", "auto"]
+ProgressMode = Literal["auto", "off"]
+MAX_RETRIES = 5
+
+T = TypeVar("T")
+C = TypeVar("C", bound=str)
+Parser = Callable[[str, Any], T]
+
+
+class SettingsLike(Protocol):
+    """What is read from a settings object: Scrapy's ``Settings``, or a plain dict."""
+
+    def get(self, name: str, default: Any = None) -> Any: ...
+
+
+class HasSettings(Protocol):
+    """A Scrapy ``Crawler``, as far as ``get_config`` needs one."""
+
+    @property
+    def settings(self) -> SettingsLike: ...
+
+
+def parse_bool(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in ("true", "1", "yes", "on"):
+            return True
+        if lowered in ("false", "0", "no", "off"):
+            return False
+    raise ConfigError(name, f"expected a boolean (True/False), got {value!r}")
+
+
+def parse_float(name: str, value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(name, f"expected a number, got {value!r}") from None
+    if not math.isfinite(number):
+        raise ConfigError(name, f"expected a finite number, got {value!r}")
+    return number
+
+
+def parse_whole(name: str, value: Any) -> int:
+    """A whole number >= 0; ``3.0`` is accepted, ``1.5`` and ``-1`` are not."""
+    if isinstance(value, bool):
+        raise ConfigError(name, f"expected a whole number >= 0, got {value!r}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(name, f"expected a whole number >= 0, got {value!r}") from None
+    if not math.isfinite(number) or number < 0 or number != int(number):
+        raise ConfigError(name, f"expected a whole number >= 0, got {value!r}")
+    return int(number)
+
+
+def parse_choice(name: str, value: Any, choices: tuple[C, ...]) -> C:
+    for choice in choices:
+        if value == choice:
+            return choice
+    accepted = ", ".join(repr(c) for c in choices)
+    raise ConfigError(name, f"expected one of {accepted}, got {value!r}")
+
+
+def parse_selector(name: str, value: Any) -> str:
+    """A CSS selector, or ``""`` for none; checked with cssselect's parser."""
+    text = "" if value is None else str(value).strip()
+    if text:
+        try:
+            cssselect.parse(text)
+        except cssselect.SelectorSyntaxError as exc:
+            raise ConfigError(name, f"expected a CSS selector, got {text!r}: {exc}") from None
+    return text
+
+
+def parse_list(name: str, value: Any) -> list[str]:
+    """A JSON list or a comma-separated string (CONTRACT §2)."""
+    if isinstance(value, (list, tuple)):
+        items = list(value)
+    elif isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            try:
+                items = json.loads(text)
+            except json.JSONDecodeError:
+                raise ConfigError(name, f"expected a JSON list, got {value!r}") from None
+            if not isinstance(items, list):
+                raise ConfigError(name, f"expected a JSON list, got {value!r}")
+        else:
+            items = [part.strip() for part in text.split(",") if part.strip()]
+    else:
+        raise ConfigError(name, f"expected a list, got {value!r}")
+    if not all(isinstance(item, str) for item in items):
+        raise ConfigError(name, f"expected a list of strings, got {value!r}")
+    return items
+
+
+def parse_origins(name: str, value: Any) -> frozenset[str]:
+    """Exact origins such as ``http://127.0.0.1:8000``: no path, query or fragment."""
+    origins = set()
+    for item in parse_list(name, value):
+        parsed = urls.parse(item)
+        if parsed is None or parsed.protocol not in urls.HTTP_SCHEMES:
+            raise ConfigError(name, f"{item!r} is not an http(s) origin")
+        if parsed.pathname not in ("", "/") or parsed.search or parsed.hash:
+            raise ConfigError(name, f"{item!r} must be an origin, without path or query")
+        origins.add(str(parsed.origin))
+    return frozenset(origins)
+
+
+def choice(choices: tuple[C, ...]) -> Parser[C]:
+    return lambda name, value: parse_choice(name, value, choices)
+
+
+def at_least(low: float, high: float = math.inf) -> Parser[float]:
+    """A number, clamped to ``[low, high]`` (Traverse clamps rather than refuses)."""
+    return lambda name, value: min(max(low, parse_float(name, value)), high)
+
+
+def parse_path(name: str, value: Any) -> str:
+    text = str(value)
+    if not text.strip():
+        raise ConfigError(name, f"expected a directory path, got {text!r}")
+    return text
+
+
+def parse_retries(name: str, value: Any) -> int:
+    # Traverse clamps retries to [0, 5] (SPEC §2.1); we also round down, since a
+    # fractional attempt count means nothing.
+    return int(at_least(0.0, MAX_RETRIES)(name, value))
+
+
+def parse_user_agent(name: str, value: Any) -> str:
+    """Non-empty: an empty name matches every robots.txt group (issue 10)."""
+    text = str(value)
+    if not text.strip():
+        raise ConfigError(
+            name,
+            "expected a non-empty bot name (its first product token selects the "
+            f"robots.txt group), got {text!r}",
+        )
+    return text
+
+
+def parse_header_size(name: str, value: Any) -> int:
+    return parse_integer(name, value, 1024)
+
+
+class Field(NamedTuple):
+    setting: str
+    default: Any
+    parse: Parser[Any]
+
+
+# Every setting traverse_crawl reads: its TraverseConfig field, name, default and
+# parser. The one place defaults live; settings.py takes its values from here.
+FIELDS: dict[str, Field] = {
+    "mode": Field("TRAVERSE_MODE", "capture", choice(get_args(Mode))),
+    "store": Field("TRAVERSE_STORE", ".traverse/snapshots", parse_path),
+    "manifest_dir": Field("TRAVERSE_MANIFEST_DIR", ".traverse/manifests", parse_path),
+    "max_pages": Field("TRAVERSE_MAX_PAGES", 20, parse_whole),
+    "max_depth": Field("TRAVERSE_MAX_DEPTH", 2, parse_whole),
+    "min_delay": Field("TRAVERSE_MIN_DELAY", 1.0, parse_delay),
+    "robots_obey": Field("ROBOTSTXT_OBEY", True, parse_bool),
+    "robots_policy": Field("TRAVERSE_ROBOTS_POLICY", "fail-open", choice(get_args(Policy))),
+    "robots_matcher": Field("TRAVERSE_ROBOTS_MATCHER", "traverse", choice(get_args(Matcher))),
+    "robots_crawl_delay_max": Field("TRAVERSE_ROBOTS_CRAWL_DELAY_MAX", 10.0, parse_delay),
+    "retry_times": Field("RETRY_TIMES", 2, parse_retries),
+    "retry_backoff": Field("TRAVERSE_RETRY_BACKOFF", 0.25, parse_delay),
+    "retry_after_max": Field("TRAVERSE_RETRY_AFTER_MAX", 30.0, parse_delay),
+    "download_timeout": Field("DOWNLOAD_TIMEOUT", 15.0, parse_timeout),
+    # Read by Scrapy's getint too: digits only ("1e6" would crash Scrapy).
+    "download_maxsize": Field("DOWNLOAD_MAXSIZE", 33554432, parse_size),
+    "redirect_max_times": Field("REDIRECT_MAX_TIMES", 5, parse_size),
+    "user_agent": Field(
+        "USER_AGENT",
+        # An honest bot name; its first product token selects the robots.txt group.
+        "traverse_crawl-bot/0.1 (+https://example.invalid/traverse_crawl; "
+        "contact: set-a-real-contact@example.com)",
+        parse_user_agent,
+    ),
+    "revalidate": Field("TRAVERSE_REVALIDATE", False, parse_bool),
+    "render": Field("TRAVERSE_RENDER", "never", choice(get_args(RenderPolicy))),
+    "render_wait_for": Field("TRAVERSE_RENDER_WAIT_FOR", "", parse_selector),
+    "egress_guard": Field("TRAVERSE_EGRESS_GUARD", True, parse_bool),
+    "egress_allow": Field("TRAVERSE_EGRESS_ALLOW", (), parse_origins),
+    "dns_ttl_max": Field("TRAVERSE_DNS_TTL_MAX", 300.0, parse_delay),  # egress/dns_cache.py
+    "sitemaps": Field("TRAVERSE_SITEMAPS", "off", choice(get_args(SitemapMode))),
+    "warc_dir": Field("TRAVERSE_WARC_DIR", "", lambda _, value: str(value).strip()),
+    "warc_max_size": Field("TRAVERSE_WARC_MAX_SIZE", 1024**3, parse_count),
+    "max_header_size": Field("TRAVERSE_MAX_HEADER_SIZE", 65536, parse_header_size),
+    "max_links_per_page": Field("TRAVERSE_MAX_LINKS_PER_PAGE", 10000, parse_whole),
+    # Verify TLS certificates, as Traverse (Node's fetch) does; Scrapy's default
+    # is False. False (intranets, tests) adds a page warning (fetch/tls_middleware.py).
+    "tls_verify": Field("DOWNLOAD_VERIFY_CERTIFICATES", True, parse_bool),
+    "progress": Field("TRAVERSE_PROGRESS", "auto", choice(get_args(ProgressMode))),
+    # Replay reads pages ahead in a process of its own (replay/reader_process.py);
+    # False: in the crawl.
+    "replay_reader": Field("TRAVERSE_REPLAY_READER", True, parse_bool),
+}
+DEFAULTS: dict[str, Any] = {field.setting: field.default for field in FIELDS.values()}
+DEFAULTS.update(REDIS_DEFAULTS)  # a distributed crawl's (distributed/config.py)
+
+
+@dataclass(frozen=True)
+class TraverseConfig:
+    mode: Mode
+    store: str
+    manifest_dir: str
+    max_pages: int
+    max_depth: int
+    min_delay: float
+    robots_obey: bool
+    robots_policy: Policy
+    robots_matcher: Matcher
+    robots_crawl_delay_max: float
+    retry_times: int
+    retry_backoff: float
+    retry_after_max: float
+    download_timeout: float
+    download_maxsize: int
+    redirect_max_times: int
+    user_agent: str
+    revalidate: bool
+    render: RenderPolicy
+    render_wait_for: str
+    egress_guard: bool
+    egress_allow: frozenset[str]
+    dns_ttl_max: float
+    sitemaps: SitemapMode
+    warc_dir: str
+    warc_max_size: int
+    max_header_size: int
+    max_links_per_page: int
+    tls_verify: bool
+    progress: ProgressMode
+    replay_reader: bool
+    redis: RedisConfig  # REDIS_URL and the distributed crawl's settings
+
+    @classmethod
+    def from_settings(cls, settings: SettingsLike) -> TraverseConfig:
+        """Every field parsed from its setting; an unset one takes its default."""
+        values = {}
+        for attr, (name, default, parse) in FIELDS.items():
+            value = settings.get(name)
+            values[attr] = parse(name, default if value is None else value)
+        check_scrapy_settings(settings)  # Scrapy's own settings a crawl relies on
+        return cls(**values, redis=RedisConfig.from_settings(settings))
+
+
+_ATTR = "_traverse_config"
+
+
+def get_config(crawler: HasSettings) -> TraverseConfig:
+    """The crawl's config, parsed on first use and shared by its components.
+
+    Raises ``ConfigError`` naming a bad setting.
+    """
+    config: TraverseConfig | None = getattr(crawler, _ATTR, None)
+    if config is None:
+        config = TraverseConfig.from_settings(crawler.settings)
+        setattr(crawler, _ATTR, config)
+    return config

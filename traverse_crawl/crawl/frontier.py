@@ -1,0 +1,294 @@
+"""The BFS frontier of one seed, and its manifest (SPEC §13, CONTRACT §3, §5).
+
+Hand-written because the admission rules are the design (STYLE §5).
+
+Determinism under concurrency: Traverse fetches one URL at a time, so its
+manifest is the prefix of the BFS discovery sequence. Here pages are fetched in
+parallel and their outcomes arrive in any order, but they are *committed* in
+admission order: a page's links enter the queue only when every page before it
+has been committed. The queue therefore grows exactly as in the sequential loop,
+and admitting queue entries up to ``max_pages`` admits the same URLs, in the same
+order, at the same depths — while everything already admitted is fetched at once.
+
+Sitemap URLs (CONTRACT §9) enter right after the seed's links, so after
+``expect_sitemaps()`` no commit after the seed's happens before
+``add_sitemap_urls()``; the seed's links, whose positions are known, are
+admitted at once. Whichever comes back first, the queue is the same.
+
+Memory (issues 10, 17): the seen set and the URLs past the admissible queue are
+64-bit hashes (``urls.url_hash``). With a ``Spool`` (the spider's; ``crawl/spool.py``)
+committed pages go to it and the manifest is streamed from it (``write_manifest``),
+the queue keeps only its admitted window in memory (``crawl/queue.py``), and at most
+``ADMIT_WINDOW`` URLs are admitted and not committed: memory stays flat in the pages.
+
+Persistence (``JOBDIR``) keeps the outcomes, not this object: replaying them
+through ``record`` rebuilds the same state whatever order they were kept in
+(``jobdir/state.py``). Links beyond the depth limit may be handed in (a crawl
+with a JOBDIR keeps them, for a later, deeper resume); they enter the queue only
+from pages below ``max_depth``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from traverse_crawl.crawl.queue import HashSet, UrlQueue
+from traverse_crawl.crawl.spool import PageList, PageLog, Spool, dump_manifest, manifest_warnings
+from traverse_crawl.errors import FetchError
+from traverse_crawl.fetch import urls
+
+ADMIT_WINDOW = 4096  # with a spool: admitted, uncommitted pages (a head page's wait)
+
+
+@dataclass(frozen=True)
+class Admission:
+    """A URL the frontier wants fetched: its position, URL, depth and page id."""
+
+    index: int
+    url: str
+    depth: int
+    page_id: str
+
+
+@dataclass
+class Outcome:
+    """What happened to one admitted URL, as the spider observed it."""
+
+    fetch: dict[str, Any]  # {"snapshot": manifest view} | {"error": ...}, + warnings, ...
+    links: list[str] = field(default_factory=list)  # same-origin, fragment-less
+    offhost_final_url: str | None = None  # set when an HTML page resolved off-origin
+    source_ref: str | None = None
+    body_size: int | None = None  # the snapshot body's bytes (CONTRACT §3 ``bodySize``)
+
+
+class Frontier:
+    """One seed's queue, seen set and committed pages."""
+
+    def __init__(
+        self,
+        seed_id: str,
+        seed_url: str,
+        max_pages: int,
+        max_depth: int,
+        mode: str,
+        spool: Spool | None = None,
+    ) -> None:
+        self.seed_id = seed_id
+        self.seed_url = seed_url  # verbatim input (SPEC §13.1 step 6)
+        self.max_pages = max_pages
+        self.max_depth = max_depth
+        self.mode = mode
+        normalized = urls.normalize(seed_url)
+        self.seed_origin = urls.origin(seed_url) if normalized else ""
+        # An unparsable or non-http(s) seed stays raw; it becomes the invalid-url page.
+        self.seed_frontier_url = normalized if normalized is not None else seed_url
+        # Entries keep the URL of the page whose links first queued them: the BFS
+        # tree that ``scrapy report`` draws (the optional ``discoveredFrom``, CONTRACT §3).
+        self.queue = UrlQueue(spool)
+        self.queue.append(self.seed_frontier_url, 0)
+        self.seen = HashSet((urls.url_hash(self.seed_frontier_url),))
+        self.window = None if spool is None else ADMIT_WINDOW
+        self.discovered_from: dict[str, str] = {}  # parents set from outside (Redis worker)
+        self.overflow = HashSet()  # hashes of distinct URLs past the admissible queue
+        self.admitted = 0
+        self.pending: dict[int, Outcome] = {}
+        self.pages: PageLog = PageList() if spool is None else spool.pages()
+        self.errors = 0  # committed pages whose fetch is an error (progress figures)
+        self.store_warnings: dict[int, str] = {}
+        self.stop_reason: str | None = None
+        # Sitemaps: None = not read for this seed; else the result, once in.
+        self.sitemaps_expected = False
+        self.sitemap_urls: list[str] | None = None
+        self.sitemap_warnings: list[str] = []
+        self._id_prefix = urls.page_id(seed_id, "")  # encodeURIComponent(seed id) + "::"
+
+    # -- admission -----------------------------------------------------------
+
+    @property
+    def seed_is_valid(self) -> bool:
+        return self.seed_origin != ""
+
+    def admit(self) -> list[Admission]:
+        """Hand out every queued URL that the page budget (and the window) allows."""
+        out = []
+        limit = min(self.max_pages, len(self.queue))
+        if self.window is not None:
+            limit = min(limit, len(self.pages) + self.window)
+        while self.admitted < limit:
+            url, depth = self.queue[self.admitted]
+            out.append(Admission(self.admitted, url, depth, self._id_prefix + url))
+            self.admitted += 1
+        return out
+
+    def expect_sitemaps(self) -> bool:
+        """Hold the BFS after the seed until ``add_sitemap_urls``; False (and no
+        hold) when no sitemap URL could enter: depth 0, no budget, invalid seed.
+        True again for a restored frontier still waiting (the walk starts over)."""
+        if self.sitemaps_expected:
+            return self.sitemap_urls is None
+        if self.max_depth < 1 or self.max_pages < 1 or not self.seed_is_valid or len(self.pages):
+            return False
+        self.sitemaps_expected = True
+        return True
+
+    def add_sitemap_urls(
+        self, sitemap_urls: list[str], warnings: list[str]
+    ) -> tuple[list[dict[str, Any]], list[Admission]]:
+        """The sitemaps' same-origin URLs (in order) and their crawl-level warnings.
+
+        Returns the page objects this lets commit and the new admissions.
+        """
+        if not self.sitemaps_expected or self.sitemap_urls is not None:
+            return [], []
+        self.sitemap_urls = list(sitemap_urls)
+        self.sitemap_warnings = list(warnings)
+        if len(self.pages):  # the seed is in: its links are queued, the sitemap URLs follow
+            self._queue_sitemap_urls()
+        committed = self._commit()
+        return committed, self.admit()
+
+    def _holding(self) -> bool:  # commits after the seed's wait for the sitemaps
+        return self.sitemaps_expected and self.sitemap_urls is None
+
+    def _queue_sitemap_urls(self) -> None:
+        for url in self.sitemap_urls or ():
+            self._discover(url, 1)
+
+    def may_follow(self, depth: int) -> bool:
+        """Links are read only from pages below the depth limit (SPEC §13.3)."""
+        return depth < self.max_depth
+
+    def admission(self, index: int) -> Admission:
+        """The admission of an admitted URL (its request may be sent later)."""
+        url, depth = self.queue[index]
+        return Admission(index, url, depth, self._id_prefix + url)
+
+    def page_object(self, index: int, outcome: Outcome) -> dict[str, Any]:
+        """The manifest's page object for an admitted URL (CONTRACT §3)."""
+        url, depth = self.queue[index]
+        page: dict[str, Any] = {"id": self._id_prefix + url, "url": url, "depth": depth}
+        parent = self.queue.entry(index)[2] or self.discovered_from.get(url)
+        if parent is not None:
+            page["discoveredFrom"] = parent
+        page["fetch"] = outcome.fetch
+        if outcome.source_ref is not None:
+            page["sourceRef"] = outcome.source_ref
+        if outcome.body_size is not None:
+            page["bodySize"] = outcome.body_size
+        return page
+
+    def record(self, index: int, outcome: Outcome) -> tuple[list[dict[str, Any]], list[Admission]]:
+        """Store an outcome; commit what is now in order; admit what that discovered.
+
+        Returns the newly committed page objects (in BFS order) and the new admissions.
+        """
+        if index < len(self.pages) or index >= self.admitted or index in self.pending:
+            return [], []  # a duplicate or stray outcome never changes the manifest
+        self.pending[index] = outcome
+        committed = self._commit()
+        return committed, self.admit() if committed else []
+
+    def _commit(self) -> list[dict[str, Any]]:
+        """Commit every outcome that is next in admission order, extending the queue."""
+        committed = []
+        while len(self.pages) in self.pending and not (len(self.pages) and self._holding()):
+            position = len(self.pages)
+            done = self.pending.pop(position)
+            url, depth = self.queue[position]
+            page = self.page_object(position, done)
+            prefix = f"[depth {depth}] {url}: "
+            notes = [prefix + w for w in done.fetch.get("warnings", ())]
+            follow = self.may_follow(depth)
+            if follow and done.offhost_final_url is not None:
+                notes.append(
+                    f"[depth {depth}] {url}: fetched page resolved off-host "
+                    f"({done.offhost_final_url}); its links were not followed"
+                )
+            for link in done.links if follow else ():
+                self._discover(link, depth + 1, url)
+            if position == 0 and self.sitemap_urls is not None:
+                self._queue_sitemap_urls()
+            self.pages.commit(page, notes)
+            self.errors += "error" in done.fetch
+            committed.append(page)
+        self.queue.forget(len(self.pages))
+        return committed
+
+    def _discover(self, link: str, depth: int, parent: str | None = None) -> None:
+        key = urls.url_hash(link)
+        if key in self.seen:
+            return
+        if len(self.queue) < self.max_pages:
+            self.seen.add(key)
+            self.queue.append(link, depth, parent)
+        else:  # never admissible: only counted (``remaining``)
+            self.overflow.add(key)
+
+    def outstanding(self) -> list[Admission]:
+        """Admitted URLs with no outcome yet: the requests to send after a resume."""
+        return [
+            self.admission(index)
+            for index in range(len(self.pages), self.admitted)
+            if index not in self.pending
+        ]
+
+    # -- completion ----------------------------------------------------------
+
+    @property
+    def finished(self) -> bool:
+        """Every admitted page is committed and nothing more can be admitted."""
+        return (
+            len(self.pages) == self.admitted
+            and not self._holding()
+            and (self.admitted >= self.max_pages or self.admitted >= len(self.queue))
+        )
+
+    @property
+    def remaining(self) -> int:
+        """URLs discovered but not fetched (the queue left when the loop stops)."""
+        return len(self.queue) + len(self.overflow) - len(self.pages)
+
+    def note_store_failure(self, index: int, message: str) -> None:
+        """SPEC §13.6: a failed store write is a page-scoped warning; the page stands."""
+        try:
+            url, depth = self.queue[index]
+            where = f"[depth {depth}] {url}"
+        except IndexError:  # committed more than urlqueue.KEEP pages ago
+            where = f"[page {index}]"
+        self.store_warnings[index] = (
+            f"{where}: store.put failed ({message}); page fetch result kept, snapshot not persisted"
+        )
+
+    def fail_seed(self, error: FetchError) -> dict[str, Any]:
+        """The whole seed fails before any fetch: one page, the raw seed URL (SPEC §13.1)."""
+        self.queue = UrlQueue()
+        self.queue.append(self.seed_url, 0)
+        self.seen = HashSet((urls.url_hash(self.seed_url),))
+        self.admitted = 1
+        committed, _ = self.record(0, Outcome({"error": error.to_dict()}))
+        return committed[0]
+
+    def stop(self, reason: str) -> None:
+        """The crawl ended before this seed finished (shutdown, CLOSESPIDER_*, ...)."""
+        if not self.finished and self.stop_reason is None:
+            self.stop_reason = reason
+
+    def _head(self) -> dict[str, Any]:
+        return {"seed": {"id": self.seed_id, "url": self.seed_url}, "mode": self.mode}
+
+    def manifest(self) -> dict[str, Any]:
+        """Traverse's ``CrawlManifest`` (CONTRACT §3), warnings in BFS page order."""
+        pages = list(self.pages)
+        warnings = list(manifest_warnings(self))
+        return {
+            **self._head(),
+            "pages": pages,
+            "warnings": warnings,
+            "truncated": self.remaining > 0,
+        }
+
+    def write_manifest(self, out: IO[str]) -> None:
+        """``json.dump(self.manifest(), out, indent=2, ensure_ascii=False)``, streamed:
+        the pages go from the page log to ``out`` one at a time."""
+        dump_manifest(out, self._head(), self.pages, manifest_warnings(self), self.remaining > 0)

@@ -1,0 +1,28 @@
+"""The item of one page: exactly the manifest's page object (CONTRACT §3).
+
+``PageItem`` is a ``dict`` so feed exports write it as it is; its attributes carry
+what the pipelines need and the feed must not show (the full snapshot with body).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from traverse_crawl.crawl.frontier import Outcome
+
+
+class PageItem(dict[str, Any]):
+    seed_key: int
+    index: int
+    snapshot: dict[str, Any] | None
+    outcome: Outcome | None  # set with JOBDIR: what the journal keeps of the page
+
+    def __init__(
+        self, page: dict[str, Any], seed_key: int, index: int, snapshot: dict[str, Any] | None
+    ) -> None:
+        super().__init__(page)
+        self.seed_key = seed_key
+        self.index = index
+        self.snapshot = snapshot
+        self.outcome = None

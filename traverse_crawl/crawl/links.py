@@ -1,0 +1,89 @@
+"""Link discovery: ``<a href>`` only, resolved with WHATWG rules (SPEC §13.4).
+
+Differences from Traverse, chosen on purpose (docs/architecture.md):
+- attribute names match in any case (an HTML5 parser sees ``HREF=`` as ``href``);
+- ``<base href>`` is honoured, as browsers do (issue 2);
+- bounded work (issue 10): the parse's bounds (``core.html``), and at most
+  ``max_links`` distinct links per page (``TRAVERSE_MAX_LINKS_PER_PAGE``); a page
+  that hits a bound gets a page warning and keeps its snapshot.
+"""
+
+from __future__ import annotations
+
+import ada_url
+
+from traverse_crawl.crawl.html import parse_html_bounded
+from traverse_crawl.fetch import urls
+
+
+def discover_links(body: str, page_url: str, seed_origin: str) -> list[str]:
+    """Same-origin, fragment-less hrefs of ``body`` in document order, first wins."""
+    return find_links(body, page_url, seed_origin)[0]
+
+
+def find_links(
+    body: str, page_url: str, seed_origin: str, max_links: int | None = None
+) -> tuple[list[str], list[str]]:
+    """Same-origin, fragment-less hrefs of ``body`` in document order, first wins,
+    at most ``max_links`` of them; and the page warnings for each bound hit.
+
+    Never raises: a page that cannot be parsed yields no links.
+    """
+    parsed = parse_html_bounded(body)
+    root, warnings = parsed.root, parsed.warnings
+    if root is None:
+        return [], warnings
+    base = page_url
+    for base_el in root.iter("base"):
+        href = base_el.get("href")
+        if href is not None and href.strip():
+            resolved = urls.normalize(href, page_url)
+            if resolved is not None:
+                base = resolved
+        break
+    # Anchors inside <template> are inert content, as in Traverse's DOM parser;
+    # the XPath that excludes them costs more, so it runs only when needed.
+    if root.find(".//template") is None:
+        anchors = root.iter("a")
+    else:
+        anchors = root.xpath("//a[@href][not(ancestor::template)]")
+    found: list[str] = []
+    seen: set[str] = set()
+    prefix = seed_origin + "/"
+    for anchor in anchors:
+        href = anchor.get("href")
+        if not href:
+            continue
+        resolved = resolve_on_origin(base, href, seed_origin, prefix)
+        if resolved is not None and resolved not in seen:
+            if max_links is not None and len(found) >= max_links:
+                warnings.append(
+                    f"more than {max_links} links on the page; only the first {max_links} "
+                    "were followed (TRAVERSE_MAX_LINKS_PER_PAGE)"
+                )
+                break
+            seen.add(resolved)
+            found.append(resolved)
+    return found, warnings
+
+
+def resolve_on_origin(
+    base: str, href: str, seed_origin: str, prefix: str | None = None
+) -> str | None:
+    """``href`` resolved against ``base`` without its fragment, when on ``seed_origin``.
+
+    ``join_url`` resolves in C and returns the WHATWG serialisation, three times
+    faster than URL objects. A serialised http(s) URL on the seed's origin starts
+    with the origin and "/" (``prefix``, computed once by a caller in a loop);
+    other origins and schemes never do.
+    """
+    try:
+        resolved = ada_url.join_url(base, href)
+    except ValueError:
+        return None
+    if not resolved.startswith(prefix or seed_origin + "/") and not urls.same_origin(
+        resolved, seed_origin
+    ):
+        return None
+    cut = resolved.find("#")
+    return resolved[:cut] if cut >= 0 else resolved

@@ -1,0 +1,118 @@
+"""Seeds of a crawl: ``-a url=`` or a ``-a seeds=FILE`` (CONTRACT §1)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from traverse_crawl.errors import ConfigError, FetchError
+from traverse_crawl.fetch import urls
+from traverse_crawl.snapshots.model import CONTENT_TYPES
+
+
+@dataclass(frozen=True)
+class Seed:
+    id: str
+    url: str
+    content_type: str | None = None
+
+
+def check_content_type(name: str, value: str | None) -> str | None:
+    if value in (None, ""):
+        return None
+    if value not in CONTENT_TYPES:
+        accepted = ", ".join(sorted(CONTENT_TYPES))
+        raise ConfigError(name, f"expected one of {accepted}, got {value!r}")
+    return value
+
+
+def parse_seed_line(line: str, where: str) -> Seed | None:
+    """``URL``, ``ID<TAB>URL`` or a JSON object; blank and ``#`` lines give None."""
+    text = line.strip()
+    if not text or text.startswith("#"):
+        return None
+    if text.startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError("seeds", f"{where}: invalid JSON ({exc.msg})") from None
+        if not isinstance(data, dict) or not isinstance(data.get("url"), str):
+            raise ConfigError("seeds", f"{where}: a JSON seed needs a string 'url'")
+        url = data["url"]
+        seed_id = data.get("id", url)
+        if not isinstance(seed_id, str):
+            raise ConfigError("seeds", f"{where}: 'id' must be a string")
+        hint = check_content_type(f"seeds ({where}) content_type", data.get("content_type"))
+        return Seed(seed_id, url, hint)
+    if "\t" in line.rstrip("\r\n"):
+        seed_id, url = line.rstrip("\r\n").split("\t", 1)
+        return Seed(seed_id, url.strip())
+    return Seed(text, text)
+
+
+def read_seeds(path: str) -> list[Seed]:
+    try:
+        # utf-8-sig: a file saved with a byte order mark (Windows editors)
+        # would otherwise start its first seed with an invisible U+FEFF.
+        with open(path, encoding="utf-8-sig") as handle:
+            lines = handle.readlines()
+    except OSError as exc:
+        raise ConfigError("seeds", f"cannot read {path!r}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError("seeds", f"{path!r} is not UTF-8 text") from None
+    seeds = []
+    for number, line in enumerate(lines, 1):
+        seed = parse_seed_line(line, f"{path}:{number}")
+        if seed is not None:
+            seeds.append(seed)
+    if not seeds:
+        raise ConfigError("seeds", f"{path!r} holds no seed")
+    return seeds
+
+
+def check_unique(seeds: list[Seed]) -> None:
+    """Two seeds with one id would share page ids, store slots and a manifest file.
+
+    An id must also be valid Unicode: a lone surrogate (possible in a JSON seeds
+    file) has no ``encodeURIComponent`` form, so it could not name a page.
+    """
+    seen: set[str] = set()
+    for seed in seeds:
+        try:
+            seed.id.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ConfigError("seeds", f"seed id {seed.id!r} is not valid Unicode") from None
+        if seed.id in seen:
+            raise ConfigError("seeds", f"duplicate seed id {seed.id!r}")
+        seen.add(seed.id)
+
+
+def seeds_from_args(
+    url: str | None = None,
+    seeds: str | None = None,
+    source_id: str | None = None,
+    content_type: str | None = None,
+) -> list[Seed]:
+    """The seeds named by the spider's ``-a`` arguments (CONTRACT §1)."""
+    if (url is None) == (seeds is None):
+        raise ConfigError("url/seeds", "give exactly one of -a url=URL or -a seeds=FILE")
+    if seeds is not None:
+        if source_id is not None or content_type is not None:
+            raise ConfigError(
+                "source_id/content_type", "apply to -a url= only; put them in the seeds file"
+            )
+        found = read_seeds(seeds)
+    else:
+        assert url is not None
+        hint = check_content_type("content_type", content_type)
+        found = [Seed(url if source_id is None else source_id, url, hint)]
+    check_unique(found)
+    return found
+
+
+def invalid_seed_error(seed_url: str) -> FetchError:
+    """SPEC §3 ``invalid-url`` messages for a seed that cannot be fetched."""
+    parsed = urls.parse(seed_url)
+    if parsed is None:
+        return FetchError("invalid-url", f"SourceConfig.url is not a valid URL: {seed_url}")
+    return FetchError("invalid-url", f"unsupported URL protocol: {parsed.protocol}")

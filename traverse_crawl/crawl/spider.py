@@ -1,0 +1,308 @@
+"""The ``traverse`` spider: one deterministic same-origin BFS per seed (CONTRACT §1).
+
+Scrapy's engine is the loop: every admitted URL is a Request whose callback or
+errback turns the response into a typed page outcome; the seed's ``Frontier``
+commits outcomes in admission order and admits what they discovered.
+
+Meta keys set here (read by the middlewares and pipelines):
+- ``depth`` (Scrapy's key): the page's BFS depth;
+- ``traverse_seed``: the seed's key in ``spider.frontiers``;
+- ``traverse_index``: the page's position in the seed's BFS order;
+- ``traverse_page_id``: the page id, the store key (SPEC §13.5);
+- ``traverse_hint``: the seed's ``content_type`` hint (seed page only);
+- ``traverse_warnings``: page warnings, appended to by the middlewares;
+- ``handle_httpstatus_all``: every status reaches the spider and becomes typed.
+
+With ``TRAVERSE_SITEMAPS`` on, each seed's sitemap files are requested too
+(``traverse_crawl.sitemaps.requests``); their URLs reach the frontier in one step.
+Memory (issue 17): committed pages go to the crawl's spool (``crawl/spool.py``); at
+most ``REQUEST_WINDOW`` requests a seed are out, the others wait in its frontier.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from scrapy import Spider
+from scrapy.crawler import Crawler
+from scrapy.http import Response
+from twisted.python.failure import Failure
+
+from traverse_crawl.config.settings import TraverseConfig, get_config
+from traverse_crawl.crawl import seeds as seedlib
+from traverse_crawl.crawl.frontier import Admission, Frontier, Outcome
+from traverse_crawl.crawl.items import PageItem
+from traverse_crawl.crawl.links import find_links
+from traverse_crawl.crawl.outcomes import fetch_record, snapshot_of
+from traverse_crawl.crawl.spool import Spool
+from traverse_crawl.crawl.stop import CrawlStopped
+from traverse_crawl.distributed.pipeline import make_worker
+from traverse_crawl.errors import FetchError
+from traverse_crawl.fetch import urls
+from traverse_crawl.fetch.attempt import REPLAY_WORK, SNAPSHOT
+from traverse_crawl.fetch.exceptions import fetch_error_from_failure
+from traverse_crawl.fetch.request import WhatwgRequest
+from traverse_crawl.jobdir.pipeline import Job, resolve_seeds
+from traverse_crawl.jobdir.state import replay_sitemaps
+from traverse_crawl.replay.reader_process import PageWork
+from traverse_crawl.signals import seed_finished
+from traverse_crawl.sitemaps.requests import SitemapReader
+from traverse_crawl.snapshots import model as snap
+from traverse_crawl.snapshots.source_ref import build_source_ref
+from traverse_crawl.stats import inc
+
+logger = logging.getLogger(__name__)
+
+# Pages at least this long (characters) are parsed for links in a worker thread.
+_THREAD_PARSE_CHARS = 256 * 1024
+REQUEST_WINDOW = 256  # requests out per seed: far above the downloader's 16; 2 KB each
+
+
+class TraverseSpider(Spider):
+    name = "traverse"
+    config: TraverseConfig
+    sitemaps: SitemapReader
+    seeds: list[seedlib.Seed]  # from the arguments, or from the JOBDIR
+    job: Job | None
+    remote: Any  # with REDIS_URL, this process's ``distributed.worker.Worker``, else None
+    spool: Spool  # the committed pages of every seed, until their manifests are written
+
+    def __init__(
+        self,
+        url: str | None = None,
+        seeds: str | None = None,
+        source_id: str | None = None,
+        content_type: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self._seed_args = (url, seeds, source_id, content_type)
+        self.frontiers: dict[int, Frontier] = {}
+        self.resumed: dict[int, int] = {}  # seed key -> outcomes taken from the JOBDIR
+        self._next: dict[int, int] = {}  # seed key -> first admitted index not requested
+        self._out: dict[int, set[int]] = {}  # seed key -> indices requested, no outcome yet
+        self._announced: set[int] = set()
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> TraverseSpider:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        spider.config = get_config(crawler)  # validates every setting before any request
+        spider.spool = Spool(spider.config.manifest_dir)
+        spider.seeds, spider.job = resolve_seeds(crawler.settings, spider.config, spider._seed_args)
+        spider.remote = make_worker(spider, crawler) if spider.config.redis.url else None
+        spider.sitemaps = SitemapReader(
+            crawler, spider.config, spider.parse_sitemap, spider.sitemap_failed
+        )
+        return spider
+
+    async def start(self) -> AsyncIterator[Any]:
+        if self.remote is not None:  # pages come from Redis (traverse_crawl/distributed/)
+            async for out in self.remote.start():
+                yield out
+            return
+        records = self.job.begin(self.crawler.stats) if self.job is not None else []
+        for key, seed in enumerate(self.seeds):
+            c, spool = self.config, self.spool
+            frontier = Frontier(seed.id, seed.url, c.max_pages, c.max_depth, c.mode, spool=spool)
+            self.frontiers[key] = frontier
+            if self.config.mode == "replay" and not os.path.isdir(self.config.store):
+                # CONTRACT §1: a crawl that ran, with one invalid-config page per seed.
+                error = FetchError("invalid-config", "mode 'replay' requires a store")
+                yield PageItem(frontier.fail_seed(error), key, 0, None)  # finished now
+                self._check_finished(key)
+                continue
+            frontier.admit()
+        kept = replay_sitemaps(self.frontiers, records)
+        sitemap_requests = {  # before the pages are replayed: this holds the BFS after the seed
+            key: request
+            for key, frontier in self.frontiers.items()
+            if key not in kept and (request := self.sitemaps.start(key, frontier))
+        }
+        if self.job is not None and records:
+            self.resumed = self.job.resume(self.frontiers, records)
+        for key, frontier in self.frontiers.items():
+            if not frontier.seed_is_valid and frontier.outstanding():
+                error = seedlib.invalid_seed_error(frontier.seed_url)
+                for out in self._finish(key, 0, Outcome({"error": error.to_dict()})):
+                    yield out
+                continue
+            for request in self._next_requests(key):
+                yield request
+            if key in sitemap_requests:
+                yield sitemap_requests[key]
+            self._check_finished(key)
+
+    # -- requests ------------------------------------------------------------
+
+    def _next_requests(self, key: int) -> list[WhatwgRequest]:  # up to REQUEST_WINDOW out
+        frontier, out = self.frontiers[key], self._out.setdefault(key, set())
+        index, batch = self._next.get(key, len(frontier.pages)), []
+        while len(out) < REQUEST_WINDOW and index < frontier.admitted:
+            if index >= len(frontier.pages) and index not in frontier.pending:  # not resumed
+                out.add(index)
+                batch.append(self._request(key, frontier.admission(index)))
+            index += 1
+        self._next[key] = index  # before any is yielded: another outcome may come first
+        return batch
+
+    def _request(self, key: int, adm: Admission) -> WhatwgRequest:
+        meta: dict[str, Any] = {
+            "traverse_seed": key,
+            "traverse_index": adm.index,
+            "traverse_page_id": adm.page_id,
+            "traverse_warnings": [],
+            "handle_httpstatus_all": True,
+            # Every admitted URL is on the seed's origin (links are filtered).
+            "download_slot": self.frontiers[key].seed_origin,
+            "depth": adm.depth,
+        }
+        if adm.index == 0 and (hint := self.seeds[key].content_type):
+            meta["traverse_hint"] = hint
+        # The URL is requested exactly as the frontier holds it (issue 11).
+        return WhatwgRequest(
+            adm.url,
+            callback=self.parse,
+            errback=self.on_error,
+            dont_filter=True,
+            meta=meta,
+            priority=-adm.depth,
+        )
+
+    # -- outcomes ------------------------------------------------------------
+
+    async def parse(self, response: Response, **kwargs: Any) -> AsyncIterator[Any]:
+        meta = response.meta
+        key, index = meta["traverse_seed"], meta["traverse_index"]
+        try:
+            outcome, snapshot = await self._outcome(self.frontiers[key], index, response)
+        except Exception as exc:  # a bug must not leave the page, and its seed, unrecorded
+            logger.exception("unexpected error while processing %s", response.url)
+            inc(self.crawler.stats, "frontier/unexpected_error")
+            message = f"unexpected error while processing the response from {response.url}: {exc}"
+            outcome = Outcome(fetch_record(meta, FetchError("network", message)))
+            snapshot = None
+        for out in self._finish(key, index, outcome, snapshot):
+            yield out
+
+    async def _outcome(
+        self, frontier: Frontier, index: int, response: Response
+    ) -> tuple[Outcome, dict[str, Any] | None]:
+        meta = response.meta
+        snapshot = meta.get(SNAPSHOT) or snapshot_of(response)
+        if isinstance(snapshot, FetchError):
+            return Outcome(fetch_record(meta, snapshot)), None
+        links: list[str] = []
+        offhost: str | None = None
+        _, depth = frontier.queue[index]
+        follow = frontier.may_follow(depth)
+        # Replay's reader has done the page's own work from this snapshot already.
+        work: PageWork | None = meta.get(REPLAY_WORK)
+        # With a JOBDIR every page's links are kept, for a resume with a larger depth
+        # (a link-bound warning only where the links are followed).
+        if snapshot["contentType"] == "html" and (follow or self.job is not None):
+            if not urls.same_origin(snapshot["url"], frontier.seed_origin):
+                offhost = snapshot["url"]
+            elif (
+                work is not None and work.links is not None and work.origin == frontier.seed_origin
+            ):
+                links = self._found(work.links, work.warnings, meta if follow else {})
+            else:
+                links = await self._links(snapshot, frontier.seed_origin, meta if follow else {})
+        outcome = Outcome(
+            fetch_record(meta, snapshot),
+            links=links,
+            offhost_final_url=offhost,
+            source_ref=build_source_ref(snapshot) if work is None else work.source_ref,
+            body_size=snap.body_size(snapshot) if work is None else work.body_size,
+        )
+        return outcome, snapshot
+
+    async def _links(
+        self, snapshot: dict[str, Any], origin: str, meta: dict[str, Any]
+    ) -> list[str]:
+        """Link discovery, bounded (issue 10). A large page is parsed in a worker
+        thread (lxml releases the GIL while it parses), so other seeds' requests
+        and a stop signal go on meanwhile; a small one is not worth the hop."""
+        args = (snapshot["body"], snapshot["url"], origin, self.config.max_links_per_page)
+        if len(snapshot["body"]) < _THREAD_PARSE_CHARS:
+            links, warnings = find_links(*args)
+        else:
+            links, warnings = await asyncio.to_thread(find_links, *args)
+        return self._found(links, warnings, meta)
+
+    def _found(self, links: list[str], warnings: list[str], meta: dict[str, Any]) -> list[str]:
+        if warnings:
+            meta.setdefault("traverse_warnings", []).extend(warnings)
+            inc(self.crawler.stats, "frontier/link_bound_hit")
+        return links
+
+    def on_error(self, failure: Failure) -> Iterator[Any]:
+        request = failure.request  # type: ignore[attr-defined]
+        if isinstance(failure.value, CrawlStopped):
+            return iter(())  # never sent: the page stays admitted, a resume fetches it
+        meta = request.meta
+        error = fetch_error_from_failure(
+            failure, request, self.config.download_timeout, self.config.download_maxsize
+        )
+        logger.debug("page failed: %s (%s)", request.url, error.kind)
+        outcome = Outcome(fetch_record(meta, error))
+        return self._finish(meta["traverse_seed"], meta["traverse_index"], outcome)
+
+    async def parse_sitemap(self, response: Response) -> AsyncIterator[Any]:
+        await self.sitemaps.read(response)
+        for out in self._sitemap_step(response.meta["traverse_seed"]):
+            yield out
+
+    def sitemap_failed(self, failure: Failure) -> Iterator[Any]:
+        self.sitemaps.failed(failure)
+        return self._sitemap_step(failure.request.meta["traverse_seed"])  # type: ignore[attr-defined]
+
+    def _sitemap_step(self, key: int) -> Iterator[Any]:
+        """The seed's next sitemap file; once there is none, its URLs to the frontier."""
+        request = self.sitemaps.next_request(key)
+        if request is not None:
+            yield request
+            return
+        self.frontiers[key].add_sitemap_urls(*self.sitemaps.result(key))
+        if self.job is not None:
+            self.job.keep_sitemaps(key, self.frontiers[key])
+        yield from self._next_requests(key)
+        self._check_finished(key)
+
+    def _finish(
+        self, key: int, index: int, outcome: Outcome, snapshot: dict[str, Any] | None = None
+    ) -> Iterator[Any]:
+        frontier = self.frontiers[key]
+        inc(self.crawler.stats, "frontier/pages")
+        if "error" in outcome.fetch:
+            inc(self.crawler.stats, f"frontier/error/{outcome.fetch['error']['kind']}")
+        # The item first: its snapshot is stored as early as possible (a crash
+        # loses little); with CONCURRENT_ITEMS=2 the requests go on meanwhile.
+        item = PageItem(frontier.page_object(index, outcome), key, index, snapshot)
+        # For the JOBDIR journal, or for Redis, which records it (``distributed/worker.py``).
+        item.outcome = outcome if self.job is not None or self.remote is not None else None
+        yield item
+        if self.remote is not None:
+            return
+        frontier.record(index, outcome)
+        self._out.get(key, set()).discard(index)
+        yield from self._next_requests(key)
+        self._check_finished(key)
+
+    def _check_finished(self, key: int) -> None:
+        frontier = self.frontiers[key]
+        if frontier.finished and key not in self._announced:
+            self._announced.add(key)
+            if frontier.remaining:
+                inc(self.crawler.stats, "frontier/truncated")
+                logger.warning(
+                    "seed %r: maxPages cap (%d) reached; %d further URL(s) not fetched",
+                    frontier.seed_id,
+                    frontier.max_pages,
+                    frontier.remaining,
+                )
+            self.crawler.signals.send_catch_log(seed_finished, frontier=frontier, seed_key=key)

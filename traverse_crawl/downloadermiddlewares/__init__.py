@@ -1,1 +1,0 @@
-"""Downloader middlewares of traverse_crawl; their order is in settings.py."""

@@ -1,1 +1,0 @@
-"""Download handlers (Scrapy's ``DOWNLOAD_HANDLERS`` role)."""

@@ -1,0 +1,1 @@
+"""The egress guard: no request reaches a loopback, private or metadata address."""

@@ -1,1 +1,0 @@
-"""Scrapy extensions of traverse_crawl."""

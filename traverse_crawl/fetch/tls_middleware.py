@@ -1,0 +1,41 @@
+"""A page warning for every HTTPS response taken without certificate checks (issue 10).
+
+Certificates are verified by default (``DOWNLOAD_VERIFY_CERTIFICATES`` is True
+in ``core.config.FIELDS``), as Traverse's Node fetch does: an untrusted certificate fails the
+page with ``network`` and is not retried. With ``DOWNLOAD_VERIFY_CERTIFICATES``
+set to False (intranets, tests), each HTTPS hop of a page adds the page warning
+``TLS certificate of URL not verified (DOWNLOAD_VERIFY_CERTIFICATES is False)``,
+so a manifest shows which content was taken on trust. Enabled only then.
+
+Meta keys: ``traverse_warnings`` (appended to).
+"""
+
+from __future__ import annotations
+
+from scrapy import Request
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
+
+from traverse_crawl.config.settings import get_config
+
+
+class UnverifiedTlsMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        if get_config(crawler).tls_verify:
+            raise NotConfigured
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> UnverifiedTlsMiddleware:
+        return cls(crawler)
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        if request.url.startswith("https:") and "traverse_page_id" in request.meta:
+            warning = (
+                f"TLS certificate of {request.url} not verified "
+                "(DOWNLOAD_VERIFY_CERTIFICATES is False)"
+            )
+            warnings: list[str] = request.meta.setdefault("traverse_warnings", [])
+            if warning not in warnings:
+                warnings.append(warning)
+        return response

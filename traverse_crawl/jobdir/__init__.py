@@ -1,0 +1,1 @@
+"""Pause and resume: the crawl's state kept in JOBDIR."""

@@ -1,0 +1,209 @@
+"""A crawl's persistent state as records: what to keep, when to refuse, how to resume.
+
+Records (plain JSON, ``jobdir/journal.py`` stores them):
+- ``{"t": "header", "format": FORMAT, "version": VERSION, "seeds": [...], "mode",
+  "store", "max_pages", "max_depth"}`` — first, once: what defines the crawl;
+- ``{"t": "budget", "max_pages", "max_depth"}`` — a resume with larger budgets;
+- ``{"t": "page", "s": seed key, "i": index, "u": URL, "d": depth, "fetch", "ref"?, "links"?,
+  "off"?, "size"?, "store"?}`` — one page outcome, kept once its snapshot is stored;
+- ``{"t": "sitemaps", "s": seed key, "urls", "warnings", "max_pages"}`` — a seed's
+  sitemap URLs (CONTRACT §9), read with that page budget.
+
+Resuming replays every page record through a fresh ``Frontier`` built with the
+current budgets: the frontier commits in admission order, so the order of the
+records does not matter, and a record whose index the replay never admits (its
+predecessors were lost in a crash) or whose URL differs is dropped and the page
+fetched again. A larger ``TRAVERSE_MAX_DEPTH`` works because page records keep
+every page's links, beyond the depth limit too; a larger ``TRAVERSE_MAX_PAGES``
+because the queue does not depend on the page budget.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from traverse_crawl.crawl.frontier import Frontier, Outcome
+from traverse_crawl.crawl.seeds import Seed
+from traverse_crawl.errors import ConfigError
+
+FORMAT = "traverse_crawl-jobdir"
+VERSION = 1
+
+
+@dataclass(frozen=True)
+class Budgets:
+    max_pages: int
+    max_depth: int
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a run does with its JOBDIR: the seeds, and the records to append first."""
+
+    seeds: list[Seed]
+    resumed: bool
+    append: list[dict[str, Any]]
+
+
+def header(seeds: list[Seed], mode: str, store: str, budgets: Budgets) -> dict[str, Any]:
+    return {
+        "t": "header",
+        "format": FORMAT,
+        "version": VERSION,
+        "seeds": [_seed_dict(seed) for seed in seeds],
+        "mode": mode,
+        "store": os.path.abspath(store),
+        "max_pages": budgets.max_pages,
+        "max_depth": budgets.max_depth,
+    }
+
+
+def _seed_dict(seed: Seed) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": seed.id, "url": seed.url}
+    if seed.content_type:
+        out["content_type"] = seed.content_type
+    return out
+
+
+def plan(
+    records: list[dict[str, Any]],
+    where: str,
+    seeds: list[Seed] | None,
+    mode: str,
+    store: str,
+    budgets: Budgets,
+) -> Plan:
+    """Start or resume, or ``ConfigError("JOBDIR", ...)`` saying what differs.
+
+    ``where`` names the journal file in messages; ``seeds`` is None when the
+    command line gave none.
+    """
+    if not records:
+        if seeds is None:
+            raise ConfigError("url/seeds", "give exactly one of -a url=URL or -a seeds=FILE")
+        return Plan(seeds, False, [header(seeds, mode, store, budgets)])
+    head = records[0]
+    if head.get("t") != "header" or head.get("format") != FORMAT:
+        raise ConfigError("JOBDIR", f"{where} is not a traverse_crawl crawl state")
+    if head.get("version") != VERSION:
+        raise ConfigError(
+            "JOBDIR", f"{where} is version {head.get('version')!r} of the crawl state; "
+            f"this traverse_crawl reads version {VERSION}"
+        )  # fmt: skip
+    try:
+        kept = [Seed(s["id"], s["url"], s.get("content_type")) for s in head["seeds"]]
+        before = last_budgets(records)
+    except (KeyError, TypeError) as exc:
+        raise ConfigError("JOBDIR", f"{where} is damaged (missing {exc})") from None
+    if seeds is not None and seeds != kept:
+        raise ConfigError("JOBDIR", f"{where} holds a crawl of other seeds than the ones given")
+    for name, old, new in (
+        ("TRAVERSE_MODE", head.get("mode"), mode),
+        ("TRAVERSE_STORE", head.get("store"), os.path.abspath(store)),
+    ):
+        if old != new:
+            raise ConfigError("JOBDIR", f"{where} holds a crawl with {name}={old!r}, not {new!r}")
+    for name, old_value, new_value in (
+        ("TRAVERSE_MAX_PAGES", before.max_pages, budgets.max_pages),
+        ("TRAVERSE_MAX_DEPTH", before.max_depth, budgets.max_depth),
+    ):
+        if new_value < old_value:
+            raise ConfigError(
+                "JOBDIR", f"{where} holds a crawl with {name}={old_value}; "
+                f"a resume may raise it, not lower it to {new_value}"
+            )  # fmt: skip
+    append = []
+    if budgets != before:
+        append.append(
+            {"t": "budget", "max_pages": budgets.max_pages, "max_depth": budgets.max_depth}
+        )
+    return Plan(kept, True, append)
+
+
+def last_budgets(records: list[dict[str, Any]]) -> Budgets:
+    found = Budgets(int(records[0]["max_pages"]), int(records[0]["max_depth"]))
+    for record in records:
+        if record.get("t") == "budget":
+            found = Budgets(int(record["max_pages"]), int(record["max_depth"]))
+    return found
+
+
+def page_record(
+    key: int, index: int, at: tuple[str, int], outcome: Outcome, store_warning: str | None
+) -> dict[str, Any]:
+    """``at``: the page's URL and depth, checked at a resume."""
+    record: dict[str, Any] = {
+        "t": "page", "s": key, "i": index, "u": at[0], "d": at[1], "fetch": outcome.fetch
+    }  # fmt: skip
+    if outcome.source_ref is not None:
+        record["ref"] = outcome.source_ref
+    if outcome.links:
+        record["links"] = outcome.links
+    if outcome.offhost_final_url is not None:
+        record["off"] = outcome.offhost_final_url
+    if outcome.body_size is not None:
+        record["size"] = outcome.body_size
+    if store_warning is not None:
+        record["store"] = store_warning
+    return record
+
+
+def sitemaps_record(
+    key: int, found: list[str], warnings: list[str], max_pages: int
+) -> dict[str, Any]:
+    return {"t": "sitemaps", "s": key, "urls": found, "warnings": warnings, "max_pages": max_pages}
+
+
+def replay_sitemaps(frontiers: dict[int, Frontier], records: list[dict[str, Any]]) -> set[int]:
+    """Give back each seed's kept sitemap URLs, before its pages are replayed.
+
+    Returns the seeds that got them; the others read their sitemaps again (the
+    walk is bounded by the page budget, so a kept result under a smaller budget
+    may be short).
+    """
+    done = set()
+    for record in records:
+        key = record.get("s")
+        if record.get("t") != "sitemaps" or key not in frontiers or key in done:
+            continue
+        frontier = frontiers[key]
+        if record["max_pages"] == frontier.max_pages and frontier.expect_sitemaps():
+            frontier.add_sitemap_urls(list(record["urls"]), list(record["warnings"]))
+            done.add(key)
+    return done
+
+
+def replay(frontiers: dict[int, Frontier], records: list[dict[str, Any]]) -> dict[int, int]:
+    """Feed the page records to the frontiers; returns how many each seed took.
+
+    Sorted by index, one pass is exact: an index can only be admitted once every
+    smaller index is committed, and those come first.
+    """
+    pages = sorted(
+        (r for r in records if r.get("t") == "page" and r.get("s") in frontiers),
+        key=lambda r: (r["s"], r["i"]),
+    )
+    taken: dict[int, int] = {}
+    for record in pages:
+        frontier = frontiers[record["s"]]
+        index = record["i"]
+        if index < len(frontier.pages) or index in frontier.pending:
+            continue  # kept twice: the first one stands
+        if index >= frontier.admitted or frontier.queue[index] != (record["u"], record["d"]):
+            continue  # its predecessors were lost, or the site changed: fetch it again
+        if "store" in record:
+            frontier.store_warnings[index] = record["store"]
+        frontier.record(
+            index,
+            Outcome(
+                record["fetch"],
+                links=record.get("links", []),
+                offhost_final_url=record.get("off"),
+                source_ref=record.get("ref"),
+                body_size=record.get("size"),
+            ),
+        )
+        taken[record["s"]] = taken.get(record["s"], 0) + 1
+    return taken

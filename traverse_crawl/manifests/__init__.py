@@ -1,0 +1,1 @@
+"""Manifests: one per seed, written atomically, and read back."""

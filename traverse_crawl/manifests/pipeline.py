@@ -1,0 +1,178 @@
+"""Write one manifest JSON file per seed (CONTRACT §3), atomically.
+
+A seed's manifest is written once its BFS is finished *and* every one of its
+page items has passed the earlier pipelines (so a store failure noted by the
+snapshot pipeline is in it). Seeds still open when the spider closes (Ctrl-C,
+``CLOSESPIDER_*``, an engine error) are written with what was recorded and a
+warning naming the close reason; so are they after a second SIGINT/SIGTERM
+(``hard_stop``, called by ``traverse_crawl/crawl/stop.py``).
+
+A manifest that cannot be written (a full disk, a directory made read-only
+during the crawl) is tried again, then kept in a fallback file — in the
+``JOBDIR`` when there is one, else in the system's temporary directory — named
+in an ERROR line; the ``crawl`` command then exits 1 (issue 10).
+
+The pages are not held in memory until then (issue 17): the spider's frontiers
+keep them in a spool file (``crawl/spool.py``) and the manifest is streamed from
+it into the temporary file that ``utils/atomic.py`` renames into place, so nothing
+but finished manifests ever ends in ``.json`` in the manifest directory. The
+spool is closed (its space freed) once every manifest is written.
+
+Stats: ``manifest/written``, ``manifest/partial``, ``manifest/error``,
+``manifest/fallback``, ``manifest/spool_error`` (the spool could not be
+written: the pages stayed in memory).
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import tempfile
+import time
+from typing import Any, BinaryIO
+
+from scrapy import Spider, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+
+from traverse_crawl.config.settings import get_config
+from traverse_crawl.crawl.frontier import Frontier
+from traverse_crawl.crawl.items import PageItem
+from traverse_crawl.errors import ConfigError
+from traverse_crawl.jobdir.pipeline import jobdir_path
+from traverse_crawl.signals import seed_finished
+from traverse_crawl.snapshots.store import source_dir_name
+from traverse_crawl.stats import inc
+from traverse_crawl.utils.atomic import atomic_write
+
+logger = logging.getLogger(__name__)
+
+WRITE_ATTEMPTS = 3
+
+
+class ManifestPipeline:
+    def __init__(self, crawler: Crawler) -> None:
+        if get_config(crawler).redis.url:
+            raise NotConfigured  # distributed: written once per seed by distributed/worker.py
+        self.crawler = crawler
+        self.directory = get_config(crawler).manifest_dir
+        try:
+            os.makedirs(self.directory, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(
+                "TRAVERSE_MANIFEST_DIR", f"cannot create {self.directory!r}: {exc.strerror or exc}"
+            ) from None
+        self.processed: dict[int, int] = {}
+        self.finished: dict[int, Frontier] = {}
+        self.written: set[int] = set()
+        self.spool_failed = False
+        crawler.signals.connect(self.on_seed_finished, signal=seed_finished)
+        crawler.signals.connect(self.on_spider_closed, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ManifestPipeline:
+        return cls(crawler)
+
+    def process_item(self, item: Any) -> Any:
+        if isinstance(item, PageItem):
+            key = item.seed_key
+            self.processed[key] = self.processed.get(key, 0) + 1
+            self._check_spool()
+            self._maybe_write(key)
+        return item
+
+    def on_seed_finished(self, frontier: Frontier, seed_key: int) -> None:
+        self.finished[seed_key] = frontier
+        self._maybe_write(seed_key)
+
+    def _maybe_write(self, key: int) -> None:
+        frontier = self.finished.get(key)
+        resumed = getattr(self.crawler.spider, "resumed", {}).get(key, 0)
+        if frontier is not None and self.processed.get(key, 0) + resumed >= len(frontier.pages):
+            self.write(key, frontier)
+
+    def _check_spool(self) -> None:
+        spool = getattr(self.crawler.spider, "spool", None)
+        if spool is not None and spool.failed is not None and not self.spool_failed:
+            self.spool_failed = True
+            inc(self.crawler.stats, "manifest/spool_error")
+            logger.warning(
+                "cannot write the page spool in %s (%s); recorded pages stay in memory",
+                spool.directory, _reason(spool.failed),
+            )  # fmt: skip
+
+    def on_spider_closed(self, spider: Spider, reason: str) -> None:
+        self.hard_stop(reason)
+        spool = getattr(spider, "spool", None)
+        if spool is not None:
+            spool.close()
+
+    def hard_stop(self, reason: str) -> None:
+        """Write every seed's manifest not written yet, with the stop warning."""
+        spider = self.crawler.spider
+        for key, frontier in getattr(spider, "frontiers", {}).items():
+            if key not in self.written:
+                frontier.stop(reason)
+                self.write(key, frontier)
+                inc(self.crawler.stats, "manifest/partial")
+
+    def write(self, key: int, frontier: Frontier) -> None:
+        if key in self.written:
+            return
+        self.written.add(key)
+        path = manifest_path(self.directory, frontier.seed_id)
+        for _attempt in range(WRITE_ATTEMPTS):
+            try:
+                write_manifest(path, frontier)
+            except OSError as exc:
+                error = exc
+            else:
+                logger.info("manifest for seed %r: %s", frontier.seed_id, path)
+                inc(self.crawler.stats, "manifest/written")
+                return
+        inc(self.crawler.stats, "manifest/error")
+        self._fallback(path, frontier, error)
+
+    def _fallback(self, path: str, frontier: Frontier, error: OSError) -> None:
+        seed_id = frontier.seed_id
+        directory = jobdir_path(self.crawler.settings) or tempfile.gettempdir()
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        fallback = os.path.join(
+            directory, f"manifest-{source_dir_name(seed_id)}-{stamp}-{os.getpid()}.json"
+        )
+        try:
+            write_manifest(fallback, frontier)
+        except OSError as exc:
+            logger.error(
+                "could not write manifest %s (%s), nor its fallback %s (%s): "
+                "the manifest of seed %r is lost",
+                path, _reason(error), fallback, _reason(exc), seed_id,
+            )  # fmt: skip
+            return
+        inc(self.crawler.stats, "manifest/fallback")
+        logger.error(
+            "could not write manifest %s (%s); its content is in %s",
+            path, _reason(error), fallback,
+        )  # fmt: skip
+
+
+def _reason(exc: OSError) -> str:
+    return f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc)
+
+
+def write_manifest(path: str, frontier: Frontier) -> None:
+    """The seed's manifest, streamed from its page log, written atomically."""
+
+    def write(handle: BinaryIO) -> None:
+        text = io.TextIOWrapper(handle, encoding="utf-8", write_through=False)
+        frontier.write_manifest(text)
+        text.flush()
+        text.detach()  # atomic_write flushes, fsyncs and closes the file itself
+
+    atomic_write(path, write)
+
+
+def manifest_path(directory: str, seed_id: str) -> str:
+    """``<store-dir-name of the seed id>.json`` (CONTRACT §3)."""
+    return os.path.join(directory, source_dir_name(seed_id) + ".json")

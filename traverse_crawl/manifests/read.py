@@ -1,0 +1,136 @@
+"""Read manifests back for ``scrapy diff`` and ``scrapy report`` (CONTRACT §3, §10).
+
+An argument is a manifest file or a directory of them (``TRAVERSE_MANIFEST_DIR``:
+every ``*.json`` directly inside it). Anything that is not a readable manifest —
+a missing path, bytes that are not JSON, JSON without the CONTRACT §3 shape, an
+empty directory, one seed id in two files — is a ``ManifestError`` that names the
+file, so the command can print one line and exit 2. The shape check is as strict
+as the readers need (page ``url``, ``depth``, and exactly one of ``snapshot`` with
+a ``bodyHash`` or ``error`` with a ``kind``) and ignores fields it does not know,
+so manifests from Traverse itself and from older versions of this project load.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from traverse_crawl.snapshots.model import Snapshot
+from traverse_crawl.snapshots.store import FilesystemSnapshotStore
+
+
+class ManifestError(Exception):
+    """One input that cannot be read as a manifest: ``str()`` names the file."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """One seed's manifest and the file it came from."""
+
+    path: str
+    data: dict[str, Any]
+
+    @property
+    def seed_id(self) -> str:
+        seed_id: str = self.data["seed"]["id"]
+        return seed_id
+
+
+def load_all(arguments: list[str]) -> list[Loaded]:
+    """Every manifest named by ``arguments``, in argument then file-name order."""
+    loaded: list[Loaded] = []
+    first: dict[str, str] = {}
+    for argument in arguments:
+        for path in _files(argument):
+            manifest = Loaded(path, load(path))
+            if manifest.seed_id in first:
+                raise ManifestError(
+                    path, f"seed id {manifest.seed_id!r} is also in {first[manifest.seed_id]}"
+                )
+            first[manifest.seed_id] = path
+            loaded.append(manifest)
+    return loaded
+
+
+def _files(argument: str) -> list[str]:
+    if os.path.isdir(argument):
+        try:
+            names = sorted(n for n in os.listdir(argument) if n.endswith(".json"))
+        except OSError as exc:
+            raise ManifestError(argument, f"cannot list: {exc.strerror or exc}") from None
+        if not names:
+            raise ManifestError(argument, "directory holds no manifest (*.json)")
+        return [os.path.join(argument, name) for name in names]
+    return [argument]
+
+
+def load(path: str) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        raise ManifestError(path, f"cannot read: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ManifestError(path, f"not JSON ({exc})") from None
+    problem = shape_problem(data)
+    if problem is not None:
+        raise ManifestError(path, f"not a traverse manifest: {problem}")
+    return data  # type: ignore[no-any-return]
+
+
+def shape_problem(data: Any) -> str | None:
+    """What keeps ``data`` from being a CONTRACT §3 manifest, or None."""
+    if not isinstance(data, dict):
+        return "the top level is not an object"
+    seed = data.get("seed")
+    if not isinstance(seed, dict) or not isinstance(seed.get("id"), str):
+        return "no seed.id"
+    pages = data.get("pages")
+    if not isinstance(pages, list):
+        return "no pages list"
+    warnings = data.get("warnings", [])
+    if not isinstance(warnings, list) or not all(isinstance(w, str) for w in warnings):
+        return "warnings is not a list of strings"
+    for index, page in enumerate(pages):
+        problem = _page_problem(page)
+        if problem is not None:
+            return f"pages[{index}] {problem}"
+    return None
+
+
+def _page_problem(page: Any) -> str | None:
+    if not isinstance(page, dict):
+        return "is not an object"
+    if not isinstance(page.get("url"), str):
+        return "has no url"
+    depth = page.get("depth")
+    if not isinstance(depth, int) or isinstance(depth, bool) or depth < 0:
+        return "has no depth"
+    fetch = page.get("fetch")
+    if not isinstance(fetch, dict):
+        return "has no fetch"
+    snapshot, error = fetch.get("snapshot"), fetch.get("error")
+    if (snapshot is None) == (error is None):
+        return "has not exactly one of fetch.snapshot and fetch.error"
+    if snapshot is not None and not (
+        isinstance(snapshot, dict) and isinstance(snapshot.get("bodyHash"), str)
+    ):
+        return "has a snapshot without bodyHash"
+    if error is not None and not (isinstance(error, dict) and isinstance(error.get("kind"), str)):
+        return "has an error without kind"
+    return None
+
+
+def stored_snapshot(store: FilesystemSnapshotStore, page: dict[str, Any]) -> Snapshot | None:
+    """The stored snapshot (with its body) that a manifest page with a snapshot names."""
+    snapshot = page["fetch"]["snapshot"]
+    source_id = snapshot.get("sourceId") or page.get("id", "")
+    return store.find(source_id, snapshot["bodyHash"], snapshot.get("fetchedAt", ""))

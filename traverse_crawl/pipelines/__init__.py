@@ -1,1 +1,0 @@
-"""Item pipelines of traverse_crawl."""

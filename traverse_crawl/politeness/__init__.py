@@ -1,0 +1,1 @@
+"""Politeness: robots.txt, the per-origin delay, retries with backoff, manual redirects."""

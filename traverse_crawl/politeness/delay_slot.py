@@ -1,0 +1,95 @@
+"""The download slot of one origin in a single-process crawl (SPEC §6, CONTRACT §2).
+
+``PoliteSlot`` lets one request at a time through while its delay is > 0, and
+starts the next at least the delay after the previous one *ended* (Scrapy's own
+slot delay counts from the previous *start*); a retry goes to the head of the
+queue and waits its backoff instead of the delay. The politeness middleware
+(``politeness/delay_middleware.py``) creates one per origin; a distributed
+crawl's ``LedgerSlot`` builds on it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from time import monotonic
+from typing import Any
+
+from scrapy import Request
+from scrapy.core.downloader import Slot
+
+from traverse_crawl.fetch.attempt import NOT_BEFORE
+
+_EPSILON = 1e-6
+
+
+class _EndStamps(set[Request]):
+    """The slot's ``transferring`` set: records when the last download ended.
+
+    Scrapy's downloader removes a request from ``transferring`` and then looks
+    at its queue, before any signal fires; this is the one place that sees the
+    end of every download in time.
+    """
+
+    def __init__(self, slot: PoliteSlot) -> None:
+        super().__init__()
+        self.slot = slot
+
+    def remove(self, request: Request) -> None:
+        super().remove(request)
+        self.slot.last_end = monotonic()
+
+
+class _RetriesFirst(deque[tuple[Request, Any]]):
+    """The slot's queue: a retry goes to the head, as in Traverse's sequential
+    loop, where a page's retries come before any other request to its origin."""
+
+    def __init__(self, slot: PoliteSlot) -> None:
+        super().__init__()
+        self.slot = slot
+
+    def append(self, item: tuple[Request, Any]) -> None:
+        if item[0].meta.get(NOT_BEFORE) is None:
+            super().append(item)
+            return
+        self.appendleft(item)
+        # A wait computed for the previous head no longer applies; the
+        # downloader re-evaluates the queue right after this append.
+        if self.slot.latercall is not None:
+            self.slot.latercall.cancel()
+            self.slot.latercall = None
+
+
+class PoliteSlot(Slot):
+    """A download slot whose delay runs from the end of the previous request,
+    and whose retries wait their backoff instead of the delay."""
+
+    def __init__(self, concurrency: int, delay: float) -> None:
+        super().__init__(concurrency, delay, jitter=0.0)
+        self.transferring = _EndStamps(self)
+        self.queue = _RetriesFirst(self)
+        # None until a download ends. Not 0.0: the downloader compares these
+        # stamps with time.monotonic(), whose zero is the machine's boot, so a
+        # 0.0 would delay the first request of a freshly booted container.
+        self.last_end: float | None = None
+
+    def download_delay(self) -> float:
+        # The downloader waits ``returned - now + lastseen`` before it dispatches
+        # the queue's head, and sets ``lastseen`` at each dispatch. A positive
+        # value also makes it dispatch one request per call.
+        not_before: float | None = None
+        if self.queue:
+            not_before = self.queue[0][0].meta.get(NOT_BEFORE)
+        if not self.delay:
+            return 0.0 if not_before is None else max(_EPSILON, not_before - self.lastseen)
+        if self.last_end is None:
+            # The origin's first request goes at once (the downloader waits
+            # ``_EPSILON - now + 0``); once it is dispatched (``lastseen`` set),
+            # the next one waits for its end.
+            return self.delay if self.lastseen else _EPSILON
+        if self.lastseen > self.last_end:
+            # A request was dispatched since the last one ended: it is in flight
+            # (it enters ``transferring`` a loop iteration later). Wait for its end.
+            return self.delay
+        if not_before is not None:
+            return max(_EPSILON, not_before - self.lastseen)  # backoff, not delay (SPEC §6)
+        return max(_EPSILON, self.delay + self.last_end - self.lastseen)

@@ -1,0 +1,116 @@
+"""Bounded, jittered retries (SPEC §7.2, CONTRACT §2). Replaces Scrapy's RetryMiddleware.
+
+Retried: network errors, timeouts, 429 and every 5xx (not 408, no other 4xx).
+``RETRY_TIMES`` is clamped to [0, 5]. Before retry k the request waits a uniform
+draw from ``[0, TRAVERSE_RETRY_BACKOFF * 2**k)``, or the ``Retry-After`` delay when
+it is not longer than ``TRAVERSE_RETRY_AFTER_MAX``. Each retry that follows adds
+the page warning ``retry n/N for URL after REASON``; when retries run out, the
+last outcome stands (the spider makes it ``http-error``, ``timeout`` or ``network``).
+
+Meta keys: ``dont_retry`` (Scrapy's; robots.txt requests use it),
+``retry_times`` (Scrapy's), ``traverse_backoff`` (seconds to wait before this
+attempt; the politeness middleware's origin slot does the waiting, at the head
+of the origin's queue and instead of the origin's minimum delay). A retry is a
+new attempt (``core.attempt``): the previous attempt's keys do not follow it.
+
+Distributed crawls (``REDIS_URL``): the wait is also written into the origin's
+ledger in Redis as its "not before" time, so no worker sends to the origin
+before it (``distributed/ledger.py``).
+
+Stats: Scrapy's ``retry/count``, ``retry/reason_count/*``, ``retry/max_reached``.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from typing import Any
+
+from scrapy import Request
+from scrapy.crawler import Crawler
+from scrapy.downloadermiddlewares.retry import get_retry_request
+from scrapy.exceptions import DownloadTimeoutError, IgnoreRequest, NotConfigured
+from scrapy.http import Response
+from scrapy.utils.misc import load_object
+from twisted.internet import defer
+from twisted.internet.error import TimeoutError as TxTimeoutError
+
+from traverse_crawl.config.settings import get_config
+from traverse_crawl.distributed.shared_politeness import shared_politeness
+from traverse_crawl.fetch import urls
+from traverse_crawl.fetch.attempt import BACKOFF, next_attempt
+from traverse_crawl.fetch.failures import is_untrusted_certificate
+from traverse_crawl.fetch.handler import headers_too_large
+from traverse_crawl.politeness.retry import is_retryable_status, retry_wait
+
+logger = logging.getLogger(__name__)
+
+_TIMEOUTS = (DownloadTimeoutError, TxTimeoutError, defer.TimeoutError)
+
+
+class RetryMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        config = get_config(crawler)
+        if config.mode == "replay":
+            raise NotConfigured  # replay answers every request before it (issue 17)
+        self.max_retries = config.retry_times
+        self.backoff = config.retry_backoff
+        self.retry_after_max = config.retry_after_max
+        self.random = random.Random().random
+        shared = shared_politeness(crawler)
+        self.ledger = None if shared is None else shared.ledger
+        self.network_errors = tuple(
+            load_object(x) if isinstance(x, str) else x
+            for x in crawler.settings.getlist("RETRY_EXCEPTIONS")
+        )
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RetryMiddleware:
+        return cls(crawler)
+
+    def process_response(self, request: Request, response: Response) -> Request | Response:
+        if request.meta.get("dont_retry") or not is_retryable_status(response.status):
+            return response
+        retry_after = response.headers.get(b"Retry-After")
+        header = retry_after.decode("latin-1") if retry_after else None
+        return self._retry(request, f"HTTP {response.status}", header) or response
+
+    def process_exception(self, request: Request, exception: Exception) -> Request | None:
+        if request.meta.get("dont_retry") or isinstance(exception, IgnoreRequest):
+            return None
+        if headers_too_large(exception) is not None or is_untrusted_certificate(exception):
+            return None  # the same server sends the same headers, or certificate, again
+        if isinstance(exception, _TIMEOUTS):
+            reason = "timeout"
+        elif isinstance(exception, self.network_errors) and "max size" not in str(exception):
+            reason = "network"
+        else:
+            return None
+        return self._retry(request, reason, None)
+
+    def _retry(self, request: Request, reason: str, retry_after: str | None) -> Request | None:
+        spider: Any = self.crawler.spider
+        new = get_retry_request(
+            request,
+            spider=spider,
+            reason=reason,
+            max_retry_times=self.max_retries,
+            priority_adjust=0,
+            logger=logger,
+            give_up_log_level=logging.DEBUG,
+        )
+        if new is None:
+            return None
+        # A new attempt of the same request: the count goes on, the rest starts afresh.
+        new = new.replace(meta=next_attempt(new.meta, retry=True))
+        attempt = new.meta["retry_times"]
+        warnings: list[str] = request.meta.setdefault("traverse_warnings", [])
+        warnings.append(f"retry {attempt}/{self.max_retries} for {request.url} after {reason}")
+        wait = new.meta[BACKOFF] = retry_wait(
+            attempt, self.backoff, retry_after, self.retry_after_max, self.random
+        )
+        if self.ledger is not None:
+            # Every worker holds back from the origin, not only this retry.
+            self.ledger.hold_off(urls.origin(request.url), wait)
+        return new

@@ -1,0 +1,1 @@
+"""Replay: every request answered from the snapshot store, with no network."""

@@ -1,0 +1,245 @@
+"""Replay mode: every page from the snapshot store, no network at all (SPEC §13.6, CONTRACT §5).
+
+Enabled only when ``TRAVERSE_MODE`` is ``replay``; reads ``TRAVERSE_STORE``.
+At priority 50 it answers every request before any other middleware acts, so
+in replay no request reaches a download handler: no DNS look-up, no socket,
+no robots.txt, no politeness delay, no browser. The project's middlewares that
+only act on a download (egress, robots, retry, redirect, revalidate,
+politeness) are not installed in replay at all (``NotConfigured``). A page request (one with
+``traverse_page_id``) is answered with its latest snapshot (SPEC §12
+``latest``) as a Response flagged ``replay``, and
+``request.meta["traverse_snapshot"]`` is that snapshot with ``fromCache: true``,
+which the spider records as it is — same ``fetchedAt``, hash and ``sourceRef``
+as when it was captured. The same BFS then runs on the replayed bodies.
+
+A sitemap file (``traverse_sitemap_id``, traverse_crawl.sitemaps.requests) is served the
+same way, under its own id.
+
+A page with no snapshot fails alone with ``no-snapshot`` (``no snapshot stored
+for sourceId "<page id>"``). A damaged (torn, corrupt) snapshot file is named:
+in the ``no-snapshot`` message when no other snapshot of the page is usable,
+else in a page warning of the page served from an older snapshot. A store that
+cannot be read at all is a ``no-snapshot`` too, with the reason appended
+(Traverse lets that exception end the crawl, SPEC §17.7; here a crawl never
+dies of a page, CONTRACT §5). Any other request (robots.txt, a stray request
+of another component) is refused with ``IgnoreRequest``. A store directory
+that does not exist never gets here: the spider records one ``invalid-config``
+page per seed instead.
+
+Read ahead (``TRAVERSE_REPLAY_READER``, on by default; issue 17, item 3): as
+each page request is scheduled (``request_scheduled``), its page id goes to a
+reader process (``replay/reader.py``, ``replay/reader_process.py``), at most
+``READ_AHEAD`` pages (and about ``READ_AHEAD_BYTES`` of answers) ahead of the
+downloader; the rest wait their turn in order.
+The reader reads the snapshot and does the page's own work — its links, its
+``sourceRef``, its ``bodySize``, the body's bytes — with the crawl's own
+functions, and the answer waits for the request. ``process_request`` then answers
+at once, or returns a future that the reader's answer resolves; the page's work
+goes to the spider as ``traverse_replay_work``. A request whose page the reader
+has not been asked for, every request once the reader is gone (killed, never
+started), and every sitemap file are read here, in the crawl, as before: the
+replay is the same either way, only slower.
+
+Meta keys: ``traverse_page_id``, ``traverse_sitemap_id`` (read),
+``traverse_snapshot``, ``traverse_replay_work`` (set), ``traverse_replay_read``
+(the reader's ``Read``, set when asked, taken in ``process_request``; None on a
+page served without it).
+Stats: ``replay/served``, ``replay/miss``, ``replay/refused``, ``replay/damaged``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+from typing import Any
+
+from scrapy import Request, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.http import HtmlResponse, Response, TextResponse
+
+from traverse_crawl.config.settings import get_config
+from traverse_crawl.errors import FetchError
+from traverse_crawl.fetch.attempt import REPLAY_WORK, SNAPSHOT
+from traverse_crawl.fetch.exceptions import PageFailed
+from traverse_crawl.replay.reader import Read, ReplayReader
+from traverse_crawl.replay.reader_process import Answer
+from traverse_crawl.snapshots.model import BINARY_TYPES, MEDIA_TYPES, Snapshot, with_flags
+from traverse_crawl.snapshots.store import FilesystemSnapshotStore
+from traverse_crawl.stats import inc
+
+logger = logging.getLogger(__name__)
+store_logger = logging.getLogger("traverse_crawl.snapshots.store")  # its damaged-file lines
+
+# A Content-Type that resolves back to the stored type (SPEC §9), for callbacks
+# that look at the Response rather than at the snapshot.
+_CONTENT_TYPES = MEDIA_TYPES
+READ = "traverse_replay_read"
+# Pages asked of the reader and not yet taken by a request: enough to keep the
+# downloader's 16 fed while the reader runs ahead, few enough that the answers
+# held (a snapshot each) stay small however many pages are scheduled — and fewer
+# when pages are large: about READ_AHEAD_BYTES of answers the size of a recent
+# large one (``ReplayReader.large``), but never fewer than two.
+READ_AHEAD = 64
+READ_AHEAD_BYTES = 32 * 1024 * 1024
+
+
+class ReplayMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        config = get_config(crawler)
+        if config.mode != "replay":
+            raise NotConfigured  # only replay serves from the store
+        self.crawler = crawler
+        self.store = FilesystemSnapshotStore(config.store)
+        self.max_links = config.max_links_per_page
+        self.reader: ReplayReader | None = None
+        self.ahead = 0  # asked of the reader, not yet taken by their requests
+        self.queued: collections.deque[Request] = collections.deque()  # to ask, in order
+        self.waiters: dict[Read, tuple[Request, asyncio.Future[Response]]] = {}
+        logger.info("replay mode: every page is served from %s, no network", self.store.root)
+        if config.replay_reader and self.store.exists():  # no store: one page per seed
+            # Started with the crawler, not at spider_opened: its start-up (an interpreter,
+            # lxml; about 0.1 s) then runs beside Scrapy's, not while the seed waits.
+            self._start()
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ReplayMiddleware:
+        return cls(crawler)
+
+    # -- the reader ----------------------------------------------------------
+
+    def _start(self) -> None:
+        try:
+            loop = asyncio.get_event_loop()
+            self.reader = ReplayReader(loop, self.store.root, self.max_links, self._ready)
+        except OSError as exc:  # no process to be had: every page is read here
+            logger.warning("replay: the reader process did not start (%s); reading here", exc)
+            return
+        self.crawler.signals.connect(self._scheduled, signal=signals.request_scheduled)
+        self.crawler.signals.connect(self._close, signal=signals.spider_closed)
+        self.crawler.signals.connect(self._reap, signal=signals.engine_stopped)
+
+    def _close(self) -> None:
+        if self.reader is not None:
+            self.reader.close()  # it exits meanwhile; reaped once the engine has stopped
+
+    def _reap(self) -> None:
+        reader, self.reader = self.reader, None
+        if reader is None:
+            return
+        cpu = reader.reap()
+        if cpu is not None:
+            logger.info(
+                "replay reader process: %d page(s) read ahead, %.2f s of CPU", reader.asked, cpu
+            )
+
+    def _scheduled(self, request: Request) -> None:
+        if isinstance(request.meta.get("traverse_page_id"), str):
+            self.queued.append(request)
+            self._ask()
+
+    def _ask(self) -> None:
+        """Ask the reader for queued pages, in order, up to ``READ_AHEAD`` answers held."""
+        reader = self.reader
+        if reader is None:
+            return
+        limit = max(2, min(READ_AHEAD, READ_AHEAD_BYTES // reader.large))
+        while self.queued and self.ahead < limit and reader.alive:
+            meta = self.queued.popleft().meta
+            if READ not in meta:  # not asked for already, out of turn
+                meta[READ] = reader.read(meta["traverse_page_id"])
+                self.ahead += 1
+
+    def _ready(self, read: Read) -> None:
+        """The answer a request waits for has come (or will not: the page is read here)."""
+        request, waiter = self.waiters.pop(read)
+        if waiter.done():
+            return
+        try:
+            waiter.set_result(self._serve(request, read.answer))
+        except Exception as exc:  # PageFailed, IgnoreRequest: as if raised by process_request
+            waiter.set_exception(exc)
+
+    # -- serving -------------------------------------------------------------
+
+    def process_request(self, request: Request) -> Response | asyncio.Future[Response]:
+        meta = request.meta
+        read: Read | None = meta.pop(READ, None)
+        if read is None:  # not asked of the reader: no reader, or its turn had not come
+            if self.reader is not None:
+                meta[READ] = None  # served: ``_ask`` passes over it when its turn comes
+            return self._serve(request, None)
+        self.ahead -= 1
+        self._ask()
+        if read.page_id != meta.get("traverse_page_id"):  # a copied meta: not this page's
+            return self._serve(request, None)
+        if read.answer is not None or read.lost:
+            return self._serve(request, read.answer)
+        read.waiting = True
+        waiter: asyncio.Future[Response] = asyncio.get_event_loop().create_future()
+        self.waiters[read] = (request, waiter)
+        return waiter
+
+    def _serve(self, request: Request, answer: Answer | None) -> Response:
+        """The page's Response from the reader's ``answer``, or from a read here (None)."""
+        page_id = request.meta.get("traverse_page_id") or request.meta.get("traverse_sitemap_id")
+        if not isinstance(page_id, str):
+            inc(self.crawler.stats, "replay/refused")
+            raise IgnoreRequest(f"replay mode makes no network request: {request.url}")
+        message = f'no snapshot stored for sourceId "{page_id}"'
+        body: bytes | None = None
+        if answer is not None:
+            snapshot, damaged, failed = answer.snapshot, answer.damaged, answer.failed
+            for problem in damaged:  # the lines the store logs when it reads here
+                store_logger.warning("%s; skipped", problem)
+            if failed is not None:
+                logger.warning("replay: cannot read the store for %r: %s", page_id, failed)
+                message = f"{message} (store read failed: {failed})"
+            elif snapshot is not None and answer.work is not None:
+                request.meta[REPLAY_WORK] = answer.work
+                body = answer.body
+        else:
+            damaged = []
+            try:
+                # Read in the reactor thread: a thread-pool hop per page costs more
+                # than the read (the reader process is the way to read ahead).
+                snapshot = self.store.latest(page_id, damaged)
+            except Exception as exc:  # the I/O edge: the page fails, the crawl goes on
+                logger.warning("replay: cannot read the store for %r: %s", page_id, exc)
+                snapshot, message = None, f"{message} (store read failed: {exc})"
+        if damaged:
+            inc(self.crawler.stats, "replay/damaged")
+        if snapshot is None:
+            inc(self.crawler.stats, "replay/miss")
+            if damaged:
+                message = f'no usable snapshot for sourceId "{page_id}": {"; ".join(damaged)}'
+            raise PageFailed(FetchError("no-snapshot", message))
+        request.meta.setdefault("traverse_warnings", []).extend(damaged)
+        inc(self.crawler.stats, "replay/served")
+        request.meta[SNAPSHOT] = with_flags(snapshot, fromCache=True)
+        return _response(request, snapshot, body)
+
+
+def _response(request: Request, snapshot: Snapshot, body: bytes | None = None) -> Response:
+    """``body``: the text's UTF-8 bytes, when the reader has encoded them already."""
+    content_type = snapshot["contentType"]
+    status = snapshot["status"]
+    # The spider reads the snapshot from meta; the Response's status only has to
+    # keep the redirect and retry middlewares out of the way.
+    if not isinstance(status, int) or not 200 <= status < 300:
+        status = 200
+    headers: dict[str, Any] = {"Content-Type": _CONTENT_TYPES.get(content_type, "text/plain")}
+    kwargs: dict[str, Any] = {
+        "status": status,
+        "headers": headers,
+        "request": request,
+        "flags": ["replay"],
+    }
+    url = snapshot["url"] if ":" in snapshot["url"] else request.url
+    if content_type in BINARY_TYPES or "bodyBytes" in snapshot:
+        return Response(url, body=bytes(snapshot.get("bodyBytes", b"")), **kwargs)
+    if body is None:
+        body = snapshot["body"].encode("utf-8", "surrogatepass")
+    cls = HtmlResponse if content_type == "html" else TextResponse
+    return cls(url, body=body, encoding="utf-8", **kwargs)

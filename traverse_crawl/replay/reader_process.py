@@ -1,0 +1,116 @@
+"""Replay's reader process: reads each page's latest snapshot ahead of the crawl and does
+the page's own work on it (issue 17, item 3).
+
+Why a process (docs/performance.md, "Replay", round 4): replay is CPU-bound in one
+interpreter, and a replayed page's own work — the store read (listdir, read,
+JSON), the link parse (lxml, WHATWG URLs), ``sourceRef``, ``bodySize``, the body's
+bytes — was about 0.35 ms of the crawl's 0.87 ms per page. Here it runs beside the
+crawl, on another core, a few dozen pages ahead; the crawl keeps Scrapy's cycle,
+the frontier and the manifest. A thread would not do: everything but lxml's parse
+and the system calls holds the GIL.
+
+The answers are what the crawl itself would compute, by the same functions
+(``store.latest``, ``find_links``, ``build_source_ref``, ``body_size``), so a
+replay is the same whether a page was read here or in the crawl: the crawl
+falls back to its own reads whenever this process is not there.
+
+The protocol (frames of ``core.snapshotchild``): on stdin first
+``{"root": store root, "max_links": int or None}``, then one page id (a str) per
+page. On stdout, for each run of requests taken together (up to 16, or about
+1 MB of text), a list of ``Answer`` tuples in request order. At EOF the process
+exits. It ignores SIGINT and SIGTERM: the crawl decides when it is done.
+
+Imports only the standard library and the core modules above (lxml, ada-url).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+from typing import Any, NamedTuple
+
+from traverse_crawl.crawl.links import find_links
+from traverse_crawl.fetch import urls
+from traverse_crawl.snapshots.model import body_bytes
+from traverse_crawl.snapshots.source_ref import build_source_ref
+from traverse_crawl.snapshots.store import FilesystemSnapshotStore
+from traverse_crawl.snapshots.writer_process import Frames, next_batch, send
+
+MAX_ANSWERS = 16  # pages answered in one frame: the crawl wakes once for them
+FRAME_BYTES = 1 << 20  # or fewer, once their text is this large
+
+
+class PageWork(NamedTuple):
+    """A replayed page's own work, done from its snapshot (the spider uses it as is)."""
+
+    origin: str  # the snapshot URL's origin, the one ``links`` were found on
+    links: list[str] | None  # None: not an HTML page
+    warnings: list[str]  # the link parse's bound warnings
+    source_ref: str
+    body_size: int
+
+
+class Answer(NamedTuple):
+    snapshot: dict[str, Any] | None
+    damaged: list[str]  # damaged files skipped, described as the store describes them
+    failed: str | None  # the store could not be read at all: why
+    body: bytes | None  # the Response's body, for a text snapshot
+    work: PageWork | None
+
+
+def page_work(snapshot: dict[str, Any], max_links: int | None, size: int) -> PageWork:
+    """``size``: ``len(body_bytes(snapshot))``, the manifest's ``bodySize``."""
+    origin = urls.origin(snapshot["url"])
+    links: list[str] | None = None
+    warnings: list[str] = []
+    if snapshot["contentType"] == "html" and origin:
+        links, warnings = find_links(snapshot["body"], snapshot["url"], origin, max_links)
+    return PageWork(origin, links, warnings, build_source_ref(snapshot), size)
+
+
+def answer(store: FilesystemSnapshotStore, page_id: str, max_links: int | None) -> Answer:
+    damaged: list[str] = []
+    try:
+        snapshot = store.latest(page_id, damaged)
+    except Exception as exc:  # the crawl names it in the page's no-snapshot error
+        return Answer(None, damaged, str(exc) or type(exc).__name__, None, None)
+    if snapshot is None:
+        return Answer(None, damaged, None, None, None)
+    try:
+        data = body_bytes(snapshot)
+        work: PageWork | None = page_work(snapshot, max_links, len(data))
+    except Exception:  # the crawl does this page's work itself, and reports what it finds
+        return Answer(snapshot, damaged, None, None, None)
+    return Answer(snapshot, damaged, None, None if "bodyBytes" in snapshot else data, work)
+
+
+def plain(found: Answer) -> tuple[Any, ...]:
+    """The answer as plain tuples: marshal takes builtins only."""
+    work = None if found.work is None else tuple(found.work)
+    return (found.snapshot, found.damaged, found.failed, found.body, work)
+
+
+def main() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # The store's warnings (a damaged file) go back in the answers and are logged by the
+    # crawl, where its log is; here they would reach stderr a second time, unformatted.
+    logging.disable(logging.CRITICAL)
+    frames = Frames(0)
+    config = next_batch(frames, 1)
+    if not config:
+        return
+    store = FilesystemSnapshotStore(config[0]["root"])
+    max_links = config[0]["max_links"]
+    while batch := next_batch(frames, MAX_ANSWERS):
+        answers, size = [], 0
+        for page_id in batch:
+            found = answer(store, page_id, max_links)
+            answers.append(plain(found))
+            size += len(found.body or b"") + len((found.snapshot or {}).get("body") or "")
+            if size >= FRAME_BYTES:  # large pages: each goes out as soon as it is read
+                if not send(1, answers):
+                    return
+                answers, size = [], 0
+        if answers and not send(1, answers):
+            return

@@ -1,0 +1,168 @@
+"""The crawl report's model: what ``scrapy report`` shows per seed (CONTRACT §10).
+
+Built from one manifest (and, with ``--against``, that seed's diff) into plain
+values that ``core.reporthtml`` renders: totals by outcome kind, HTTP status and
+content type; ok/failed pages per depth; the BFS tree; the largest pages; the
+warnings; the changes.
+
+The tree: each page hangs under the page that discovered it, the manifest's
+optional ``discoveredFrom`` (CONTRACT §3). A manifest without it (Traverse's own,
+or one written before the field) gets it from ``derive_parents`` when the store
+holds the bodies; a page whose discoverer is still unknown — or that no page
+discovered, because a sitemap listed it (CONTRACT §9) — hangs under the seed page,
+drawn as a dashed edge (``Node.inferred``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from traverse_crawl.reports.diff import Change, outcome_text
+
+LARGEST = 10  # rows of the "largest pages" table
+
+
+@dataclass(frozen=True)
+class Node:
+    """One page in the tree: ``parent`` is an index into the same list, -1 for a root."""
+
+    url: str
+    depth: int
+    parent: int
+    failed: bool
+    outcome: str  # "200 html", "http-error 404": the node's tooltip
+    inferred: bool = False  # no recorded discoverer: hung under the seed page
+    change: str | None = None  # with --against: the diff class, when not unchanged
+
+
+@dataclass
+class SeedReport:
+    seed_id: str
+    seed_url: str
+    mode: str
+    truncated: bool
+    source: str  # the manifest file
+    by_outcome: list[tuple[str, int]]
+    by_status: list[tuple[str, int]]
+    by_type: list[tuple[str, int]]
+    by_depth: list[tuple[int, int, int]]  # depth, ok pages, failed pages
+    nodes: list[Node]
+    largest: list[tuple[str, int, str]]  # url, bytes, content type
+    sizes_known: bool
+    warnings: list[str]
+    changes: list[Change] | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def pages(self) -> int:
+        return len(self.nodes)
+
+    @property
+    def failed(self) -> int:
+        return sum(1 for node in self.nodes if node.failed)
+
+
+def _ranked(counter: Counter[str]) -> list[tuple[str, int]]:
+    """Most first, then by name: a stable order for tables and tests."""
+    return sorted(counter.items(), key=lambda item: (-item[1], item[0]))
+
+
+def outcome_kind(page: dict[str, Any]) -> str:
+    fetch = page["fetch"]
+    return "ok" if "snapshot" in fetch else str(fetch["error"]["kind"])
+
+
+def status_of(page: dict[str, Any]) -> str:
+    fetch = page["fetch"]
+    status = (fetch.get("snapshot") or fetch["error"]).get("status")
+    if "snapshot" in fetch and fetch["snapshot"].get("notModified"):
+        return f"{status} (304 revalidated)"
+    return "no response" if status is None else str(status)
+
+
+def build_seed(
+    manifest: dict[str, Any], source: str, changes: list[Change] | None = None
+) -> SeedReport:
+    pages: list[dict[str, Any]] = manifest["pages"]
+    depth_ok: Counter[int] = Counter()
+    depth_failed: Counter[int] = Counter()
+    for page in pages:
+        (depth_failed if "error" in page["fetch"] else depth_ok)[page["depth"]] += 1
+    deepest = max((p["depth"] for p in pages), default=-1)
+    sized = [
+        (p["url"], p["bodySize"], p["fetch"]["snapshot"].get("contentType", "?"))
+        for p in pages
+        if isinstance(p.get("bodySize"), int) and "snapshot" in p["fetch"]
+    ]
+    sized.sort(key=lambda row: (-row[1], row[0]))
+    nodes = tree(pages)
+    if changes is not None:
+        kinds = {c.url: c.kind for c in changes if c.kind != "unchanged"}
+        nodes = [replace(n, change=kinds[n.url]) if n.url in kinds else n for n in nodes]
+    return SeedReport(
+        seed_id=manifest["seed"]["id"],
+        seed_url=str(manifest["seed"].get("url", "")),
+        mode=str(manifest.get("mode", "?")),
+        truncated=bool(manifest.get("truncated")),
+        source=source,
+        by_outcome=_ranked(Counter(outcome_kind(p) for p in pages)),
+        by_status=_ranked(Counter(status_of(p) for p in pages)),
+        by_type=_ranked(
+            Counter(p["fetch"]["snapshot"].get("contentType", "?") for p in pages if ok(p))
+        ),
+        by_depth=[(d, depth_ok[d], depth_failed[d]) for d in range(deepest + 1)],
+        nodes=nodes,
+        largest=sized[:LARGEST],
+        sizes_known=bool(sized) or not any(ok(p) for p in pages),
+        warnings=[str(w) for w in manifest.get("warnings", ())],
+        changes=changes,
+    )
+
+
+def ok(page: dict[str, Any]) -> bool:
+    return "snapshot" in page["fetch"]
+
+
+def tree(pages: list[dict[str, Any]]) -> list[Node]:
+    """Pages as nodes, each under its discoverer (BFS order: parents come first)."""
+    index = {page["url"]: i for i, page in enumerate(pages)}
+    nodes = []
+    for i, page in enumerate(pages):
+        parent = index.get(page.get("discoveredFrom", ""), -1)
+        if parent >= i:  # a hand-made manifest: never let a cycle into the layout
+            parent = -1
+        inferred = parent == -1 and i > 0 and page["depth"] > 0
+        if inferred:
+            parent = 0
+        outcome = outcome_text(page)
+        nodes.append(Node(page["url"], page["depth"], parent, not ok(page), outcome, inferred))
+    return nodes
+
+
+def derive_parents(
+    pages: list[dict[str, Any]], links_of: Callable[[dict[str, Any]], Iterable[str] | None]
+) -> int:
+    """Fill missing ``discoveredFrom`` as the frontier did: replay link discovery in
+    BFS order (``links_of`` reads a page's stored body), the first discovery wins.
+
+    Returns how many pages got a discoverer. ``links_of`` returns None for a page
+    whose body is not available.
+    """
+    first: dict[str, dict[str, Any]] = {}
+    for page in pages:
+        found = links_of(page) if ok(page) else None
+        for link in found or ():
+            first.setdefault(link, page)
+    filled = 0
+    for i, page in enumerate(pages):
+        parent = first.get(page["url"])
+        # A link queues its target one level down; a page that is not one level below
+        # its first linker entered otherwise (a sitemap lists it at depth 1).
+        if i > 0 and "discoveredFrom" not in page and parent is not None:
+            if parent["depth"] == page["depth"] - 1:
+                page["discoveredFrom"] = parent["url"]
+                filled += 1
+    return filled

@@ -1,0 +1,1 @@
+"""Process-wide tuning: the start-up heap, the log level, refilling freed download places."""

@@ -1,0 +1,1 @@
+"""Sitemap discovery: the pages a site lists but does not link."""

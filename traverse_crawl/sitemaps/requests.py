@@ -1,0 +1,211 @@
+"""Sitemap discovery, the Scrapy side (CONTRACT §9): requests, responses, snapshots.
+
+With ``TRAVERSE_SITEMAPS`` = ``robots`` or ``auto``, each seed gets a
+``SitemapWalk`` (``sitemaps/walk.py``), which decides what to read, in
+which order; this module turns its fetches into Scrapy requests and their
+responses into documents (``sitemaps/parse.py``). Every file is a
+``WhatwgRequest`` (requested byte for byte as resolved, issue 11) yielded by
+the spider, so it passes the egress guard, robots.txt,
+retries, redirects and its origin's politeness slot like a page — but it is
+not a page: no page id, no item, no manifest entry. The first one, the seed
+origin's robots.txt, is answered by the robots middleware from its one load
+of that file.
+
+A body that starts with gzip's magic bytes is un-gzipped whatever the headers
+say (Scrapy's ``gunzip``, bounded by ``DOWNLOAD_MAXSIZE``); the text is decoded
+as pages are (BOM, header charset, XML declaration, UTF-8).
+
+Capture stores each file read as a ``text`` snapshot (the decoded text) under
+the id ``encodeURIComponent(seed id) + "::sitemap::" + URL`` (URL as requested;
+robots.txt included), and the parse always reads that snapshot's text, so a
+replay — which serves the same ids from the store — reads the same text and
+admits the same URLs with no network.
+
+Meta keys: ``traverse_sitemap`` (``"robots"`` | ``"sitemap"``),
+``traverse_sitemap_id`` (the snapshot id; the replay middleware serves it),
+``traverse_seed``; ``traverse_snapshot`` (read: set in replay).
+Stats: ``sitemap/fetched`` (sitemap files read), ``sitemap/urls`` (URLs on the
+seed's origin they listed, first occurrences), ``sitemap/error`` (files that
+gave a warning).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from scrapy import Request
+from scrapy.crawler import Crawler
+from scrapy.http import Response
+from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.gz import gunzip
+from twisted.internet.threads import deferToThread
+from twisted.python.failure import Failure
+
+from traverse_crawl.config.settings import TraverseConfig
+from traverse_crawl.crawl.frontier import Frontier
+from traverse_crawl.fetch import urls
+from traverse_crawl.fetch.exceptions import fetch_error_from_failure
+from traverse_crawl.fetch.request import WhatwgRequest
+from traverse_crawl.sitemaps.parse import parse_sitemap
+from traverse_crawl.sitemaps.walk import SitemapWalk
+from traverse_crawl.snapshots.model import Snapshot, build_snapshot
+from traverse_crawl.snapshots.store import FilesystemSnapshotStore
+from traverse_crawl.stats import inc
+
+logger = logging.getLogger(__name__)
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def sitemap_id(seed_id: str, url: str) -> str:
+    """The store id of a sitemap file read for a seed (never a page id: no page
+    URL starts with ``sitemap::``)."""
+    return urls.page_id(seed_id, "sitemap::" + url)
+
+
+class SitemapReader:
+    """Every seed's walk; builds its requests and reads its responses."""
+
+    def __init__(
+        self,
+        crawler: Crawler,
+        config: TraverseConfig,
+        callback: Callable[..., Any],
+        errback: Callable[[Failure], Any],
+    ) -> None:
+        self.crawler = crawler
+        self.mode = config.sitemaps
+        self.download_timeout = config.download_timeout
+        self.download_maxsize = config.download_maxsize
+        self.store = FilesystemSnapshotStore(config.store) if config.mode == "capture" else None
+        self.callback = callback
+        self.errback = errback
+        self.walks: dict[int, SitemapWalk] = {}
+        self.seed_ids: dict[int, str] = {}
+
+    def start(self, key: int, frontier: Frontier) -> Request | None:
+        """The seed's first sitemap request (its robots.txt), or None when off."""
+        mode = self.mode
+        if mode == "off" or not frontier.expect_sitemaps():
+            return None
+        self.walks[key] = SitemapWalk(frontier.seed_origin, mode, frontier.max_pages)
+        self.seed_ids[key] = frontier.seed_id
+        return self.next_request(key)
+
+    def next_request(self, key: int) -> Request | None:
+        """The walk's next file, or None when it is over (then see ``result``)."""
+        walk = self.walks[key]
+        fetch = walk.next_fetch()
+        if fetch is None:
+            return None
+        walk.start(fetch)
+        origin = urls.origin(fetch.url)
+        meta: dict[str, Any] = {
+            "traverse_seed": key,
+            "traverse_sitemap": fetch.kind,
+            "traverse_sitemap_id": sitemap_id(self.seed_ids[key], fetch.url),
+            "handle_httpstatus_all": True,
+            "download_slot": origin,
+        }
+        if fetch.kind == "robots":
+            # Answered from the robots middleware's single load of the file.
+            meta.update(dont_retry=True, dont_redirect=True, download_slot="robots " + origin)
+        # Requested exactly as the walk resolved it (issue 11).
+        return WhatwgRequest(
+            fetch.url,
+            callback=self.callback,
+            errback=self.errback,
+            dont_filter=True,
+            meta=meta,
+        )
+
+    def result(self, key: int) -> tuple[list[str], list[str]]:
+        walk = self.walks[key]
+        return walk.urls, walk.warnings
+
+    # -- outcomes --------------------------------------------------------------
+
+    async def read(self, response: Response) -> None:
+        """Hand a response to its walk: robots.txt's text, or a sitemap document."""
+        walk = self.walks[response.meta["traverse_seed"]]
+        try:
+            await self._read(response, walk)
+        except Exception as exc:  # a bug must not leave the seed waiting for its sitemaps
+            logger.exception("unexpected error while reading sitemap %s", response.url)
+            inc(self.crawler.stats, "sitemap/error")
+            walk.give_up(f"unexpected error while reading it: {exc}")
+
+    async def _read(self, response: Response, walk: SitemapWalk) -> None:
+        meta = response.meta
+        robots = meta["traverse_sitemap"] == "robots"
+        snapshot: Snapshot | None = meta.get("traverse_snapshot")  # replay
+        if snapshot is None:
+            if not 200 <= response.status < 300:
+                if robots:
+                    walk.robots_read(None)
+                else:
+                    self._failed(walk, f"HTTP {response.status}", response.status in (404, 410))
+                return
+            try:
+                snapshot = self._snapshot(response)
+            except Exception as exc:  # gzip that cannot be read, or too large once inflated
+                self._failed(walk, f"cannot decompress the gzip body ({exc})")
+                return
+            if self.store is not None:
+                await self._store(snapshot, walk)
+        if robots:
+            walk.robots_read(snapshot["body"])
+            return
+        before = len(walk.warnings)
+        added = walk.sitemap_read(parse_sitemap(snapshot["body"]), snapshot["url"])
+        inc(self.crawler.stats, "sitemap/fetched")
+        if added:
+            inc(self.crawler.stats, "sitemap/urls", added)
+        if len(walk.warnings) > before:
+            inc(self.crawler.stats, "sitemap/error")
+
+    def failed(self, failure: Failure) -> None:
+        request = failure.request  # type: ignore[attr-defined]
+        walk = self.walks[request.meta["traverse_seed"]]
+        error = fetch_error_from_failure(
+            failure, request, self.download_timeout, self.download_maxsize
+        )
+        logger.debug("sitemap request %s failed: %s", request.url, error.message)
+        if request.meta["traverse_sitemap"] == "robots":
+            walk.robots_read(None)
+        else:
+            self._failed(walk, error.message, error.kind == "no-snapshot")
+
+    def _failed(self, walk: SitemapWalk, reason: str, not_found: bool = False) -> None:
+        before = len(walk.warnings)
+        walk.sitemap_failed(reason, not_found)
+        if len(walk.warnings) > before:
+            inc(self.crawler.stats, "sitemap/error")
+
+    def _snapshot(self, response: Response) -> Snapshot:
+        meta = response.meta
+        body = response.body
+        if body.startswith(GZIP_MAGIC):
+            body = gunzip(body, max_size=self.download_maxsize)
+        header = response.headers.get(b"Content-Type")
+        return build_snapshot(
+            source_id=meta["traverse_sitemap_id"],
+            url=response.url,
+            status=response.status,
+            content_type="text",
+            raw_body=body,
+            content_type_header=header.decode("latin-1") if header else None,
+            redirects=meta.get("traverse_redirects"),
+        )
+
+    async def _store(self, snapshot: Snapshot, walk: SitemapWalk) -> None:
+        assert self.store is not None
+        try:
+            await maybe_deferred_to_future(deferToThread(self.store.put, snapshot))
+        except Exception as exc:  # the I/O edge: the sitemap is still read
+            logger.warning("could not store sitemap %s: %s", snapshot["url"], exc)
+            walk.note(f"store.put failed ({exc}); read, but not kept for replay")
+        else:
+            inc(self.crawler.stats, "sitemap/stored")

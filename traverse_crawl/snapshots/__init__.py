@@ -1,0 +1,1 @@
+"""Snapshots: the model, Traverse's filesystem store, sourceRef, the writer process, capture."""

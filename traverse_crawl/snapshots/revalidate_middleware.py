@@ -1,0 +1,146 @@
+"""Conditional GET with the stored snapshot's validators (SPEC §10, CONTRACT §2).
+
+Enabled by ``TRAVERSE_REVALIDATE = True`` in ``live`` and ``capture`` modes
+(``replay`` never fetches); reads validators from ``TRAVERSE_STORE``, never
+writes (the snapshot pipeline re-puts a 304 in capture mode, SPEC §13.6).
+
+Per page, the prior is the page id's latest snapshot, looked up once (in a
+thread). Per hop — the first request, each redirect hop, each retry — the
+validators are sent only when the prior's URL *is* this hop's URL (WHATWG href,
+fragment removed, query verbatim) — or, for a snapshot written before issue 11,
+the form Scrapy's ``Request`` made of it (``urls.legacy_form``, docs/snapshots.md):
+the hop's conditional headers are replaced
+by ``If-None-Match: <etag>`` and/or ``If-Modified-Since: <lastModified>``, as
+stored, verbatim. They never cross a redirect to another URL.
+
+A 304 to a hop that carried the prior's validators is the prior, byte for byte
+(same ``fetchedAt``, hash, body), flagged ``fromCache`` and ``notModified``; it
+is put in ``request.meta["traverse_snapshot"]`` for the spider. This runs at
+650, before the redirect middleware (600) sees the response. Any other 304 is
+left alone, and the spider records ``http-error`` 304 ("unexpected 304").
+A rendered attempt (``meta["playwright"]``) is never conditional. A lookup that
+raises adds the page warning ``revalidate: prior-snapshot lookup failed (...);
+fetching unconditionally``.
+
+Meta keys: ``traverse_page_id`` (read), ``playwright`` (read),
+``traverse_revalidate_prior`` (the prior snapshot, or None: looked up once per
+page), ``traverse_revalidate_sent`` (the URL of the hop that carried the
+validators), ``traverse_snapshot`` (set on a trusted 304), ``traverse_warnings``.
+Stats: ``revalidate/conditional`` (requests sent with validators),
+``revalidate/not_modified`` (trusted 304s).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from scrapy import Request
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.threads import deferToThread
+
+from traverse_crawl.config.settings import get_config
+from traverse_crawl.fetch import urls
+from traverse_crawl.fetch.attempt import (
+    CONDITIONAL_HEADERS,
+    REVALIDATE_SENT,
+    SNAPSHOT,
+    drop_validators,
+)
+from traverse_crawl.snapshots.model import Snapshot, with_flags
+from traverse_crawl.snapshots.store import FilesystemSnapshotStore
+from traverse_crawl.stats import inc
+
+logger = logging.getLogger(__name__)
+
+PRIOR = "traverse_revalidate_prior"
+
+
+def request_identity(url: object) -> str | None:
+    """Traverse's ``requestUrlIdentity``: the WHATWG href without its fragment."""
+    if not isinstance(url, str):
+        return None
+    parsed = urls.parse(url)
+    if parsed is None:
+        return None
+    parsed.hash = ""
+    return str(parsed.href)
+
+
+def _same_url(hop_url: str, prior_url: object) -> bool:
+    """Whether a prior snapshot was fetched from this hop's URL (SPEC §10).
+
+    A snapshot written before issue 11 records the URL as Scrapy's ``Request``
+    rewrote it (``/x`` for ``/x?``, ``%7C`` for ``|``): that form matches too.
+    """
+    hop = request_identity(hop_url)
+    prior = request_identity(prior_url)
+    if hop is None or prior is None:
+        return False
+    return prior == hop or prior == request_identity(urls.legacy_form(hop_url))
+
+
+class RevalidateMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        config = get_config(crawler)
+        if not config.revalidate:
+            raise NotConfigured
+        if config.mode == "replay":
+            raise NotConfigured  # replay makes no request to revalidate
+        self.crawler = crawler
+        self.store = FilesystemSnapshotStore(config.store)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RevalidateMiddleware:
+        return cls(crawler)
+
+    async def process_request(self, request: Request) -> None:
+        meta = request.meta
+        page_id = meta.get("traverse_page_id")
+        if not isinstance(page_id, str) or meta.get("playwright"):
+            return
+        if PRIOR not in meta:
+            meta[PRIOR] = await self._lookup(page_id, meta)
+        prior: Snapshot | None = meta[PRIOR]
+        if prior is None:
+            return
+        if not _same_url(request.url, prior.get("url")):
+            return
+        drop_validators(request.headers)
+        sent = False
+        for name, field in zip(CONDITIONAL_HEADERS, ("etag", "lastModified"), strict=True):
+            value = prior.get(field)
+            if value:  # JavaScript truthiness: absent or "" sends nothing
+                request.headers[name] = str(value)
+                sent = True
+        if sent:
+            meta[REVALIDATE_SENT] = request.url
+            inc(self.crawler.stats, "revalidate/conditional")
+            logger.debug("conditional GET %s", request.url)
+
+    async def _lookup(self, page_id: str, meta: dict[str, Any]) -> Snapshot | None:
+        try:
+            prior: Snapshot | None = await maybe_deferred_to_future(
+                deferToThread(self.store.latest, page_id)
+            )
+        except Exception as exc:  # the I/O edge: fetch unconditionally (SPEC §10)
+            warnings: list[str] = meta.setdefault("traverse_warnings", [])
+            warnings.append(
+                f"revalidate: prior-snapshot lookup failed ({exc}); fetching unconditionally"
+            )
+            return None
+        return prior
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        meta = request.meta
+        if response.status != 304 or meta.get(REVALIDATE_SENT) != request.url:
+            return response
+        prior: Snapshot | None = meta.get(PRIOR)
+        if prior is None:
+            return response
+        meta[SNAPSHOT] = with_flags(prior, fromCache=True, notModified=True)
+        inc(self.crawler.stats, "revalidate/not_modified")
+        return response

@@ -1,0 +1,262 @@
+"""Traverse's filesystem snapshot store (SPEC §12, CONTRACT §4), readable by both implementations.
+
+Layout: ``<root>/<source_dir_name(id)>/<fetchedAt with ":"→"-">-<bodyHash[:12]>.json``.
+File text: ``json.dumps(snapshot, indent=2, ensure_ascii=False)``, no final newline;
+binary bodies as ``bodyBytesBase64``, the last key. Writes are atomic (``core.atomic``;
+a capture's pages are committed in batches by ``core.groupcommit``, same guarantee).
+
+Where Traverse's code and its docs disagree, the code is copied (SPEC §17):
+- the order is newest first by ``fetchedAt`` and then ``bodyHash``, both compared
+  with JavaScript's ``localeCompare`` (ICU root collation), not by code point;
+- ``get`` returns the newest snapshot whose hash starts with the argument, with no
+  ambiguity check, so an empty prefix returns the newest (SPEC §17.6);
+- a directory that cannot be listed reads as empty, and a file that cannot be read,
+  decoded or parsed, or that lacks the snapshot shape, is skipped (with a warning
+  naming it: issue 10, where Traverse is silent);
+- file bytes are decoded as UTF-8 with U+FFFD, ``bodyBytesBase64`` is decoded as
+  leniently as Node's ``Buffer.from(s, "base64")``, and JSON's NaN/Infinity, which
+  ``JSON.parse`` rejects, make a file foreign, as does a number too large to be
+  finite (``1e400``, which JavaScript would read as Infinity);
+- ids are hashed as Node does: a lone surrogate is hashed as U+FFFD.
+
+One deliberate difference: ``put`` refuses a file name that would leave the
+source directory (a ``/`` in ``fetchedAt``), which only a hand-made file can carry.
+"""
+
+from __future__ import annotations
+
+import binascii
+import functools
+import hashlib
+import json
+import logging
+import math
+import os
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from traverse_crawl.snapshots.file_text import encode as encode
+from traverse_crawl.snapshots.file_text import serialize as serialize
+from traverse_crawl.snapshots.model import Snapshot
+from traverse_crawl.utils.atomic import atomic_write_bytes
+from traverse_crawl.utils.javascript import decode_base64, js_string, locale_compare, utf8
+
+logger = logging.getLogger(__name__)
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_STRING_FIELDS = ("sourceId", "url", "fetchedAt", "contentType", "body", "bodyHash")
+_OPTIONAL_STRINGS = ("etag", "lastModified")
+# Descriptions of damaged files met while reading (the store's ``list`` shadows
+# the builtin inside the class, hence the alias).
+Damaged = list[str]
+
+
+# -- names -----------------------------------------------------------------------
+
+
+def source_dir_name(source_id: str) -> str:
+    """SPEC §12: sanitise, trim ``-``, cut to 80, fall back to ``source``, add 8 hex.
+
+    The trim comes before the cut, so a trailing ``-`` can survive it. After the
+    sanitising only ASCII is left, so cutting code points equals JavaScript's
+    cut of UTF-16 code units.
+    """
+    name = _UNSAFE.sub("-", js_string(source_id)).strip("-")[:80] or "source"
+    digest = hashlib.sha256(utf8(source_id)).hexdigest()[:8]
+    return f"{name}-{digest}"
+
+
+def file_name(snapshot: Snapshot) -> str:
+    """``<fetchedAt with ":" → "-">-<first 12 of bodyHash>.json`` (SPEC §12)."""
+    return f"{snapshot['fetchedAt'].replace(':', '-')}-{snapshot['bodyHash'][:12]}.json"
+
+
+# -- file text (written by ``core.snapshotfile``) ---------------------------------
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"JSON.parse rejects {name}")
+
+
+def _finite_float(text: str) -> float:
+    # 1e400 parses as infinity, which the manifest could only write as the
+    # invalid JSON ``Infinity`` (issue 10): such a file is damaged.
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"the number {text} is out of range")
+    return number
+
+
+# Built once: ``json.loads`` with hooks builds a decoder and its scanner per call.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+
+
+def deserialize(text: str) -> Snapshot | None:
+    """A stored snapshot, or None when the text is not one (foreign or damaged)."""
+    parsed = check_snapshot_text(text)
+    return parsed if isinstance(parsed, dict) else None
+
+
+def check_snapshot_text(text: str) -> Snapshot | str:
+    """A stored snapshot, or why the text is not one (a torn or damaged file).
+
+    Mirrors Traverse's ``fromDiskShape`` + ``isSnapshot``: a string
+    ``bodyBytesBase64`` becomes ``bodyBytes``; any other ``bodyBytes`` (a JSON
+    value cannot be bytes) makes the file foreign; other extra keys are kept.
+    Stricter than Traverse: numbers must be finite, ``status`` a whole number,
+    and the optional fields must have their types (issue 10).
+    """
+    try:
+        data = json.loads(text) if text.startswith("\ufeff") else _DECODER.decode(text)
+    except ValueError as exc:
+        return f"not valid JSON ({exc})"
+    except RecursionError:
+        return "not valid JSON (nested too deeply)"
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    encoded = data.get("bodyBytesBase64")
+    if isinstance(encoded, str):
+        del data["bodyBytesBase64"]
+        try:
+            data["bodyBytes"] = decode_base64(encoded)
+        except (binascii.Error, ValueError):  # unreachable for the lenient path
+            return "bodyBytesBase64 is not base64"
+    elif "bodyBytes" in data:
+        return "bodyBytes is not allowed on disk"
+    for key in _STRING_FIELDS:
+        if not isinstance(data.get(key), str):
+            return f"{key} is missing or not a string"
+    status = data.get("status")
+    if isinstance(status, bool) or not isinstance(status, (int, float)):
+        return "status is missing or not a number"
+    if isinstance(status, float):
+        if not status.is_integer():
+            return f"status {status} is not a whole number"
+        data["status"] = int(status)  # JavaScript has one number type: 200.0 is 200
+    for key in _OPTIONAL_STRINGS:
+        if key in data and not isinstance(data[key], str):
+            return f"{key} is not a string"
+    redirects = data.get("redirects", [])
+    if not isinstance(redirects, list) or not all(isinstance(r, str) for r in redirects):
+        return "redirects is not a list of strings"
+    return data
+
+
+# -- order -----------------------------------------------------------------------
+
+
+def _newest_first(a: Snapshot, b: Snapshot) -> int:
+    # Traverse's comparator, verbatim: equal fetchedAt strings fall to the hash.
+    if a["fetchedAt"] == b["fetchedAt"]:
+        return locale_compare(b["bodyHash"], a["bodyHash"])
+    return locale_compare(b["fetchedAt"], a["fetchedAt"])
+
+
+def sort_newest_first(snapshots: list[Snapshot]) -> list[Snapshot]:
+    return sorted(snapshots, key=functools.cmp_to_key(_newest_first))
+
+
+# -- the store -------------------------------------------------------------------
+
+
+class FilesystemSnapshotStore:
+    """put / latest / get / list, with Traverse's newest-first order."""
+
+    def __init__(self, root: str) -> None:
+        self.root = os.path.abspath(root)  # Traverse resolves the root once, too
+
+    def exists(self) -> bool:
+        return os.path.isdir(self.root)
+
+    def directory(self, source_id: str) -> str:
+        return os.path.join(self.root, source_dir_name(source_id))
+
+    def path(self, snapshot: Snapshot) -> str:
+        name = file_name(snapshot)
+        if "/" in name or "\\" in name or "\x00" in name or os.sep in name:
+            raise ValueError(f"snapshot file name would leave its directory: {name!r}")
+        return os.path.join(self.directory(snapshot["sourceId"]), name)
+
+    def put(self, snapshot: Snapshot) -> str:
+        """Write atomically and return the path. The same ``fetchedAt`` and hash
+        prefix overwrite the file, as a 304's re-put does (SPEC §12, §13.6)."""
+        path = self.path(snapshot)
+        atomic_write_bytes(path, encode(snapshot))
+        return path
+
+    def list(self, source_id: str, damaged: Damaged | None = None) -> list[Snapshot]:
+        """Every readable snapshot of ``source_id``, newest first.
+
+        The ``sourceId`` inside a file is not compared with ``source_id`` (SPEC §12).
+        Each damaged file is logged and, when ``damaged`` is given, described there.
+        """
+        return sort_newest_first(list(_read_directory(self.directory(source_id), damaged)))
+
+    def latest(self, source_id: str, damaged: Damaged | None = None) -> Snapshot | None:
+        found = self.list(source_id, damaged)
+        return found[0] if found else None
+
+    def get(self, source_id: str, hash_or_prefix: str) -> Snapshot | None:
+        """The newest snapshot whose hash starts with ``hash_or_prefix`` (SPEC §17.6)."""
+        for snapshot in self.list(source_id):
+            if snapshot["bodyHash"].startswith(hash_or_prefix):
+                return snapshot
+        return None
+
+    def find(self, source_id: str, body_hash: str, fetched_at: str) -> Snapshot | None:
+        """The snapshot a ``sourceRef`` names: its exact hash and ``fetchedAt``.
+
+        ``get`` alone would answer with the newest capture of the same body.
+        """
+        for snapshot in self.list(source_id):
+            if snapshot["bodyHash"] == body_hash and snapshot["fetchedAt"] == fetched_at:
+                return snapshot
+        return None
+
+    def walk(self, seed_id_prefix: str = "") -> Iterator[Snapshot]:
+        """Every readable snapshot in the store, directory by directory.
+
+        With ``seed_id_prefix``, only the directories whose names an id that
+        starts with it can have: the sanitised prefix, trimmed, is a prefix of
+        the sanitised id (runs of unsafe characters stay one ``-`` across the
+        join), and the cut at 80 keeps that true. The caller still checks the
+        ``sourceId`` inside each snapshot.
+        """
+        name_prefix = _UNSAFE.sub("-", js_string(seed_id_prefix)).strip("-")[:80]
+        try:
+            names = sorted(os.listdir(self.root))
+        except OSError:
+            return
+        for name in names:
+            directory = os.path.join(self.root, name)
+            if name.startswith(name_prefix) and os.path.isdir(directory):
+                yield from _read_directory(directory)
+
+
+def _read_directory(directory: str, damaged: list[str] | None = None) -> Iterator[Snapshot]:
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return  # Traverse: a directory that cannot be read holds nothing
+    for name in names:
+        if not name.endswith(".json"):
+            continue
+        try:
+            fd = os.open(os.path.join(directory, name), os.O_RDONLY)  # cheaper than open()
+            try:
+                raw = b"".join(iter(functools.partial(os.read, fd, 1 << 20), b""))
+            finally:
+                os.close(fd)
+        except OSError:
+            continue
+        # Node's readFile(..., "utf8") replaces invalid bytes rather than failing.
+        parsed = check_snapshot_text(raw.decode("utf-8", "replace"))
+        if isinstance(parsed, str):
+            # Traverse skips it silently; a torn or corrupt file is worth a word.
+            problem = f"snapshot file {os.path.join(directory, name)} is damaged: {parsed}"
+            logger.warning("%s; skipped", problem)
+            if damaged is not None:
+                damaged.append(problem)
+            continue
+        yield parsed

@@ -1,0 +1,129 @@
+"""The crawl's side of the snapshot writer process (``core.snapshotchild``).
+
+``SnapshotWriter`` starts the child, hands it each file as a ``(path, snapshot)``
+frame and reads its answers, all without blocking the
+crawl's event loop: the child's stdin is non-blocking, and what the pipe has no
+room for waits in memory (written when the loop reports the pipe writable); the
+answers are read when the loop reports them readable, one wake-up per batch.
+Memory is bounded by the crawl itself: a page's item waits in the pipeline
+until its file is durable, and Scrapy bounds the items in flight.
+
+After each batch, ``deliver(results)`` is called on the loop with one
+``(token, error)`` per file, in submission order (error None: durable). If the
+child ends before answering (killed, crashed), every file it had not answered
+fails with ``WriterLost``, and so does every later ``submit``: the crawl goes on
+and its pages carry the store warning; never a hang.
+
+The loop is anything with asyncio's ``add_reader``/``remove_reader``/
+``add_writer``/``remove_writer``: the crawl's asyncio loop, under Scrapy's
+asyncio reactor.
+"""
+
+from __future__ import annotations
+
+import collections
+import signal
+from collections.abc import Callable
+from typing import Any
+
+from traverse_crawl.snapshots.writer_process import Failure
+from traverse_crawl.utils.framed_pipe import FramedChild, Loop, package_command
+
+Delivered = list[tuple[Any, BaseException | None]]
+
+
+class WriterLost(Exception):
+    """The writer process ended without answering for a file."""
+
+
+def error(found: Failure) -> BaseException:
+    """The child's ``Failure`` as an exception the pipeline can describe."""
+    errno, strerror, filename, message = found
+    if strerror:
+        return OSError(errno, strerror, filename)  # FileExistsError etc. by errno
+    return RuntimeError(message)
+
+
+class SnapshotWriter(FramedChild):
+    def __init__(
+        self, loop: Loop, deliver: Callable[[Delivered], None], use_syncfs: bool = True
+    ) -> None:
+        # No site-packages: the child needs only the standard library, and starts cheaply.
+        super().__init__(loop, package_command("traverse_crawl.snapshots.writer_process", False))
+        self.deliver = deliver
+        self.tokens: collections.deque[Any] = collections.deque()  # not yet answered
+        self.closing = False
+        self.lost: WriterLost | None = None
+        self.batches = 0
+        self.summary: dict[str, Any] = {}
+        self.on_end: list[Callable[[dict[str, Any]], None]] = []
+        self._send({"use_syncfs": use_syncfs})
+
+    def submit(self, token: Any, path: str, snapshot: dict[str, Any]) -> None:
+        """Queue one file; ``token`` comes back with its result. Raises once the child is gone."""
+        if self.lost is not None:
+            raise WriterLost(str(self.lost))
+        if self.closing:
+            raise RuntimeError("the snapshot writer is closed")
+        self.tokens.append(token)
+        self._send((path, snapshot))
+
+    def close(self, on_end: Callable[[dict[str, Any]], None]) -> None:
+        """Let the child finish what it was given; ``on_end(summary)`` once it has exited."""
+        self.closing = True
+        if self.ended:
+            on_end(self.summary)
+            return
+        self.on_end.append(on_end)
+        self._flush()
+
+    def _flush(self) -> None:
+        super()._flush()
+        if self.closing and not self.backlog:
+            self._close_stdin()  # EOF: the child writes the rest, answers, and exits
+
+    def _close_stdin(self) -> None:
+        assert self.proc.stdin is not None
+        if not self.proc.stdin.closed:
+            self.proc.stdin.close()
+
+    def _readable(self) -> None:
+        for answer in self._frames():
+            if isinstance(answer, dict):
+                self.summary = answer
+                continue
+            self.batches += 1
+            tokens = [self.tokens.popleft() for _ in answer]
+            self.deliver(
+                [
+                    (token, None if found is None else error(found))
+                    for token, found in zip(tokens, answer, strict=True)
+                ]
+            )
+        if self.answers.eof:
+            self._end()
+
+    def _end(self) -> None:
+        """The child closed its stdout: it has exited (or is exiting)."""
+        self._stop_watching()
+        assert self.proc.stdout is not None
+        self.proc.stdout.close()
+        code = self.proc.wait()
+        if not self.summary:
+            how = f"killed by {_signal_name(-code)}" if code < 0 else f"exit code {code}"
+            self.lost = WriterLost(f"the snapshot writer process ended ({how})")
+        pending, self.tokens = list(self.tokens), collections.deque()
+        if pending:
+            lost = WriterLost(f"{self.lost or 'the snapshot writer process ended'}"
+                              " before the file was durable")  # fmt: skip
+            self.deliver([(token, lost) for token in pending])
+        for on_end in self.on_end:
+            on_end(self.summary)
+        self.on_end.clear()
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"

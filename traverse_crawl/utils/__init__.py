@@ -1,0 +1,1 @@
+"""Shared helpers: JavaScript string semantics, atomic files, child processes fed over a pipe."""

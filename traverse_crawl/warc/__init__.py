@@ -1,0 +1,1 @@
+"""Web archives: WARC written while capturing, WARC/WACZ export and import."""

@@ -1,0 +1,199 @@
+"""Write every HTTP exchange of a capture to WARC files (CONTRACT §8).
+
+Enabled in ``capture`` mode when ``TRAVERSE_WARC_DIR`` is set; files roll at
+``TRAVERSE_WARC_MAX_SIZE`` bytes (``core.warc``). The records come from
+Scrapy's ``response_downloaded`` signal, sent by the downloader as soon as a
+download handler returns and before any downloader middleware's
+``process_response``: the body is the payload as received (HTTP/1.1 chunking
+removed by Twisted, ``Content-Encoding`` not yet decoded by
+HttpCompressionMiddleware), and the request is the one the handler sent. So
+every request that got a response is written, robots.txt, redirect hops and
+retries included:
+
+- a ``request`` record (``WARC-Concurrent-To`` its response) and a ``response``
+  record; a download cut short (robots.txt past 500 KiB) is ``WARC-Truncated``;
+- a 304 to a conditional GET that carried the stored snapshot's validators is a
+  ``revisit`` record (profile server-not-modified) referring to the earlier
+  capture's response (``core.warcdigests``);
+- a rendered page (flag ``playwright``) is the response received for the
+  page's own navigation, before decoding (meta ``traverse_warc_navigation``,
+  set by the page guard), not the serialised DOM; a navigation handed back to Scrapy
+  unrendered (a redirect, an error status, a PDF) is written from the same
+  meta key when the ``response_received`` signal brings it;
+- after each page's last response, once its item has passed the pipelines, a
+  ``metadata`` record with the page id, ``sourceRef``, SHA-256 ``bodyHash``,
+  ``fetchedAt``, content type, status, redirects, validators (or the error
+  kind): the fields ``scrapy warc import`` restores.
+
+The reactor thread only takes what a record needs (headers, body, the time)
+and hands it to one writer *process* over a pipe (``core.warcwriter``), which
+builds, hashes, compresses and appends the records in order, on another core
+and outside this interpreter's GIL (docs/performance.md). The pipe is closed
+when the spider closes, also after a SIGTERM (Scrapy's graceful shutdown); the
+writer then writes what it was given, closes and renames its file and reports
+its counts. A write that fails (disk full) is logged, counted, and never stops
+the crawl.
+
+Meta keys: ``traverse_page_id``, ``traverse_revalidate_sent``,
+``traverse_revalidate_prior`` (read), ``traverse_warc_navigation`` (read).
+Stats: ``warc/responses``, ``warc/revisits``, ``warc/metadata`` (counted as
+handed to the writer); ``warc/records``, ``warc/files``, ``warc/write_failed``
+(reported by the writer when the spider closes).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from typing import Any
+
+from scrapy import Request, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
+
+from traverse_crawl import __version__
+from traverse_crawl.config.settings import get_config
+from traverse_crawl.fetch.attempt import REVALIDATE_SENT as SENT
+from traverse_crawl.snapshots.revalidate_middleware import PRIOR
+from traverse_crawl.stats import inc
+from traverse_crawl.warc import records as warc
+from traverse_crawl.warc.export import metadata_fields
+from traverse_crawl.warc.writer import Exchange, Metadata, RawHeaders, WriterProcess
+
+logger = logging.getLogger(__name__)
+
+# The warcinfo record names the settings that decide what a crawl fetches.
+_INFO_SETTINGS = (
+    "TRAVERSE_MAX_PAGES",
+    "TRAVERSE_MAX_DEPTH",
+    "TRAVERSE_MIN_DELAY",
+    "TRAVERSE_ROBOTS_POLICY",
+    "TRAVERSE_REVALIDATE",
+    "TRAVERSE_RENDER",
+    "ROBOTSTXT_OBEY",
+    "USER_AGENT",
+)
+
+
+def _raw(headers: warc.Headers) -> RawHeaders:
+    """A rendered page's navigation headers in the shape of Scrapy's ``Headers.items()``."""
+    return [(name.encode("latin-1"), [value.encode("latin-1")]) for name, value in headers]
+
+
+class WarcWriterExtension:
+    def __init__(self, crawler: Crawler) -> None:
+        config = get_config(crawler)
+        if config.mode != "capture" or not config.warc_dir:
+            raise NotConfigured
+        self.crawler = crawler
+        self.directory = config.warc_dir
+        info = {name: crawler.settings.get(name) for name in _INFO_SETTINGS}
+        software = f"traverse_crawl/{__version__} (Scrapy, warcio)"
+        self.writer = WriterProcess(
+            config.warc_dir, "traverse", config.warc_max_size, warc.info_fields(software, info)
+        )
+        self.keys = itertools.count()
+        self.last_response: dict[str, tuple[int, str]] = {}  # page id -> exchange key, URL
+        self.lost = 0  # jobs the writer was gone for
+        crawler.signals.connect(self.response_downloaded, signal=signals.response_downloaded)
+        crawler.signals.connect(self.response_received, signal=signals.response_received)
+        crawler.signals.connect(self.item_scraped, signal=signals.item_scraped)
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+        logger.info("writing WARC files to %s", config.warc_dir)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> WarcWriterExtension:
+        return cls(crawler)
+
+    # -- exchanges -----------------------------------------------------------
+
+    def response_downloaded(self, response: Response, request: Request, **_: Any) -> None:
+        # Here, in the reactor thread, only what the writer process needs is taken;
+        # building, hashing and compressing the records happens there.
+        meta = request.meta
+        status, body, url = response.status, response.body, response.url
+        headers: RawHeaders = list(response.headers.items())
+        if "playwright" in response.flags:
+            navigation = meta.pop(warc.NAVIGATION, None)
+            if not navigation:
+                return  # nothing the browser received for the page itself to write
+            status, body = navigation["status"], navigation["body"]
+            headers, url = _raw(navigation["headers"]), navigation.get("url", url)
+        prior = meta.get(PRIOR)
+        revisit = status == 304 and prior is not None and meta.get(SENT) == request.url
+        inc(self.crawler.stats, "warc/revisits" if revisit else "warc/responses")
+        key = next(self.keys)
+        page_id = meta.get("traverse_page_id")
+        page = page_id if isinstance(page_id, str) else ""
+        earlier = self.last_response.get(page) if page else None
+        self._send(
+            Exchange(
+                key,
+                time.time(),
+                url,
+                status,
+                getattr(response, "protocol", None) or "HTTP/1.1",
+                headers,
+                body,
+                bool({"download_stopped", "dataloss"} & set(response.flags)),
+                request.method,
+                list(request.headers.items()),
+                request.body,
+                prior if revisit else None,
+                bool(page),
+                earlier[0] if earlier else None,
+            )
+        )
+        if page:
+            self.last_response[page] = (key, url)
+
+    def response_received(self, response: Response, request: Request, **kwargs: Any) -> None:
+        """A navigation Chromium received but did not render (a redirect, an error
+        status, a PDF): handed back to Scrapy by the render middleware, never
+        downloaded by Scrapy, so ``response_downloaded`` did not see it."""
+        if warc.NAVIGATION in request.meta and "playwright" not in response.flags:
+            flagged = response.replace(flags=[*response.flags, "playwright"])
+            self.response_downloaded(flagged, request, **kwargs)
+
+    def item_scraped(self, item: Any, **_: Any) -> None:
+        page_id = item.get("id") if isinstance(item, dict) else None
+        if not isinstance(page_id, str) or page_id not in self.last_response:
+            return
+        key, url = self.last_response.pop(page_id)
+        fetch = item.get("fetch") or {}
+        source_ref = item.get("sourceRef") or ""
+        fields: dict[str, Any] = {"pageId": page_id}
+        if fetch.get("snapshot") and source_ref:
+            fields = metadata_fields(fetch["snapshot"], source_ref)
+            fields["pageId"] = page_id  # the page's id; a 304's prior may be another hop's
+        else:
+            fields["error"] = (fetch.get("error") or {}).get("kind")
+        inc(self.crawler.stats, "warc/metadata")
+        self._send(Metadata(key, time.time(), url, fields, source_ref))
+
+    def _send(self, job: Exchange | Metadata) -> None:
+        if not self.writer.send(job):
+            self.lost += 1
+            if self.lost == 1:
+                logger.warning("the WARC writer process is gone: records not written")
+
+    def spider_closed(self, **_: Any) -> None:
+        summary = self.writer.close()
+        stats = self.crawler.stats
+        for key, count in (
+            ("warc/records", summary.records),
+            ("warc/files", summary.files),
+            ("warc/write_failed", summary.failures + self.lost),
+        ):
+            if count:
+                inc(stats, key, count)
+        if summary.error:
+            logger.warning("%s (%d failed writes)", summary.error, summary.failures)
+        logger.info(
+            "WARC: %d file(s) written to %s (writer process: %.2f s of CPU)",
+            summary.files,
+            self.directory,
+            summary.cpu_s,
+        )

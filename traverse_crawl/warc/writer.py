@@ -1,0 +1,267 @@
+"""The WARC writer process: records built, hashed, compressed and appended off the crawl (§8).
+
+Why a process and not a thread: a capture is bound by its one reactor thread.
+A writer thread in the same interpreter shares the GIL with it: warcio's
+record building is Python code that holds the GIL, and every time the reactor
+released the GIL for a system call the writer took it and the reactor waited.
+Profiled (docs/performance.md), that cost the crawl about 1 ms of wall time per
+page beyond the 0.4 ms the records themselves cost. A child process has its
+own interpreter: the crawl only pickles what a record needs and writes it to a
+pipe; everything else runs on another core.
+
+The crawl (``WriterProcess``) sends frames on the child's stdin: a 4-byte
+big-endian length, then a pickle of builtins — first the file settings, then
+one ``Exchange`` or ``Metadata`` per job. The child writes them in order. At
+EOF (the crawl closed the pipe, or died) it closes and renames the open file,
+prints a JSON ``Summary`` on stdout and exits. It ignores SIGINT and SIGTERM:
+a Ctrl-C or a stop of the process group reaches the crawl, which closes the pipe
+once its graceful shutdown is done, and the child then finishes the records it
+was given (a SIGKILL of both leaves at most the last record of the ``.open``
+file incomplete).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import resource
+import select
+import signal
+import struct
+import sys
+from collections import deque
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from typing import IO, Any, NamedTuple
+
+from traverse_crawl.snapshots.source_ref import build_source_ref
+from traverse_crawl.utils.child_process import start_writer
+from traverse_crawl.warc import records as warc
+from traverse_crawl.warc.digests import DigestIndex
+
+_LENGTH = struct.Struct(">I")
+_ID = "WARC-Record-ID"
+MAX_PENDING = 4 << 20  # beyond the pipe (core.childproc), up to 4 MiB in memory before it waits
+RawHeaders = list[tuple[bytes, list[bytes]]]  # Scrapy's Headers.items(): name, values
+
+
+class Exchange(NamedTuple):
+    """One download: the request sent and the response (or 304) received."""
+
+    key: int  # the crawl's number for it; a page's ``Metadata`` names it
+    time: float  # when it was received (UNIX seconds), the records' WARC-Date
+    url: str
+    status: int
+    protocol: str
+    headers: RawHeaders
+    body: bytes
+    truncated: bool
+    method: str
+    request_headers: RawHeaders
+    request_body: bytes
+    prior: dict[str, Any] | None  # the stored snapshot a 304 revalidated: a revisit
+    page: bool  # a page's response: its Metadata follows
+    supersedes: int | None  # the same page's earlier hop (a redirect), no Metadata follows
+
+
+class Metadata(NamedTuple):
+    """A page's metadata record, after its last response (``key``)."""
+
+    key: int
+    time: float
+    url: str
+    fields: dict[str, Any]
+    source_ref: str
+
+
+@dataclass
+class Summary:
+    records: int = 0
+    files: int = 0
+    failures: int = 0
+    error: str = ""  # the first failure
+    cpu_s: float = 0.0  # the writer process's own CPU time (user + system)
+
+
+def date(moment: float) -> str:
+    return warc.warc_date(datetime.fromtimestamp(moment, timezone.utc))
+
+
+def header_pairs(raw: RawHeaders) -> warc.Headers:
+    """Scrapy's order and casing, one pair per value."""
+    return [(name.decode("latin-1"), v.decode("latin-1")) for name, values in raw for v in values]
+
+
+class Writer:
+    """The child's side: what the extension's writer thread did before."""
+
+    def __init__(
+        self, directory: str, prefix: str, max_size: int, info: dict[str, str], pid: int
+    ) -> None:
+        self.files = warc.RollingWarcFiles(directory, prefix, max_size, info, pid)
+        self.digests = DigestIndex(directory)
+        self.pages: dict[int, tuple[str, warc.Written | None]] = {}  # key -> response written
+        self.summary = Summary()
+
+    def exchange(self, x: Exchange) -> None:
+        when = date(x.time)
+        extra = {_ID: warc.new_record_id()}
+        headers = header_pairs(x.headers)
+        written = None
+        if x.prior is not None:
+            earlier = self.digests.earlier(build_source_ref(x.prior), x.prior)
+            record = warc.revisit_record(x.url, x.status, x.protocol, headers, when, earlier, extra)
+        else:
+            record = warc.response_record(x.url, x.status, x.protocol, headers, x.body, when, extra)
+            if x.truncated:
+                record.rec_headers.add_header("WARC-Truncated", "length")
+            written = warc.written(record)
+        if x.supersedes is not None:
+            self.pages.pop(x.supersedes, None)
+        if x.page:
+            self.pages[x.key] = (extra[_ID], written)
+        request = header_pairs(x.request_headers)
+        sent = warc.request_record(x.url, x.method, request, x.request_body, when, extra[_ID])
+        self.write(sent, record)
+
+    def metadata(self, m: Metadata) -> None:
+        record_id, response = self.pages.pop(m.key, ("", None))
+        self.write(warc.metadata_record(m.url, m.fields, date(m.time), record_id))
+        if m.source_ref and response is not None:
+            self.digests.add(m.source_ref, response)
+
+    def write(self, *records: Any) -> None:
+        before = len(self.files.closed_files)
+        try:
+            self.files.write(*records)
+        except Exception as exc:  # the I/O edge: the crawl goes on without these records
+            self.fail(f"WARC write to {self.files.directory} failed: {exc}")
+            return
+        self.summary.records += len(records)
+        self.summary.files += len(self.files.closed_files) - before
+
+    def fail(self, message: str) -> None:
+        self.summary.failures += 1
+        if not self.summary.error:
+            self.summary.error = message
+            print(message, file=sys.stderr, flush=True)  # now; the crawl logs it again at the end
+
+    def close(self) -> Summary:
+        before = len(self.files.closed_files)
+        try:
+            self.files.close()
+        except OSError as exc:
+            self.fail(f"WARC file {self.files.path} could not be closed: {exc}")
+        self.digests.close()
+        self.summary.files += len(self.files.closed_files) - before
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        self.summary.cpu_s = round(usage.ru_utime + usage.ru_stime, 3)
+        return self.summary
+
+
+def _read_frame(stream: IO[bytes]) -> Any:
+    """The next job, or None at EOF (or a frame cut short by the crawl's death)."""
+    head = stream.read(_LENGTH.size)
+    if len(head) < _LENGTH.size:
+        return None
+    (size,) = _LENGTH.unpack(head)
+    data = stream.read(size)
+    return pickle.loads(data) if len(data) == size else None
+
+
+def main() -> None:
+    """The child process: write the jobs read on stdin until EOF, then the summary."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    stream = sys.stdin.buffer
+    writer = Writer(**_read_frame(stream))
+    while (job := _read_frame(stream)) is not None:
+        try:
+            if isinstance(job, Exchange):
+                writer.exchange(job)
+            else:
+                writer.metadata(job)
+        except Exception as exc:  # a record warcio refuses: skip it, keep the file valid
+            writer.fail(f"WARC record for {job.url} not written: {exc!r}")
+    print(json.dumps(asdict(writer.close())), flush=True)
+
+
+class WriterProcess:
+    """The crawl's side: start the child, send it jobs, collect its summary."""
+
+    def __init__(self, directory: str, prefix: str, max_size: int, info: dict[str, str]) -> None:
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+        boot = "from traverse_crawl.warc.writer import main; main()"
+        self.proc = start_writer([sys.executable, "-c", boot], env)
+        assert self.proc.stdin is not None
+        self.fd = self.proc.stdin.fileno()
+        self.pending: deque[memoryview] = deque()  # frames the pipe had no room for yet
+        self.pending_size = 0
+        self.broken = False
+        config = {
+            "directory": directory,
+            "prefix": prefix,
+            "max_size": max_size,
+            "info": info,
+            "pid": os.getpid(),
+        }
+        self.send(config)
+
+    def send(self, job: Exchange | Metadata | dict[str, Any]) -> bool:
+        """Hand one job to the child; False once it is gone (the job is lost)."""
+        if self.broken:
+            return False
+        data = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
+        self.pending.append(memoryview(_LENGTH.pack(len(data)) + data))
+        self.pending_size += len(self.pending[-1])
+        self._flush(MAX_PENDING)
+        return not self.broken
+
+    def _flush(self, limit: int) -> None:
+        """Write what the pipe takes now; wait only while more than ``limit`` bytes are left.
+
+        A writer descheduled for a moment (a loaded machine) then costs the
+        crawl nothing; one that stays behind slows the crawl to its pace.
+        """
+        while self.pending:
+            try:
+                written = os.write(self.fd, self.pending[0])
+            except BlockingIOError:
+                if self.pending_size <= limit:
+                    return
+                poller = select.poll()
+                poller.register(self.fd, select.POLLOUT)
+                poller.poll()
+                continue
+            except OSError:  # the child is gone
+                self.broken = True
+                self.pending.clear()
+                return
+            self.pending_size -= written
+            if written < len(self.pending[0]):
+                self.pending[0] = self.pending[0][written:]
+            else:
+                self.pending.popleft()
+
+    def close(self) -> Summary:
+        """Close the pipe, wait for the child to write what it was given, and report."""
+        assert self.proc.stdin is not None
+        if not self.broken:
+            self._flush(0)
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        assert self.proc.stdout is not None
+        out = self.proc.stdout.read()
+        self.proc.stdout.close()
+        self.proc.wait()
+        lines = out.decode("utf-8", "replace").strip().splitlines()
+        try:
+            return Summary(**json.loads(lines[-1]))
+        except (IndexError, ValueError, TypeError):
+            code = self.proc.returncode
+            return Summary(failures=1, error=f"the WARC writer process ended with code {code}")
