@@ -80,7 +80,7 @@ TARGET_POLITENESS_RATIO = 1.2  # 100 pages at 0.05 s: <= 1.2x the 5 s of delays 
 TARGET_REPLAY_RATIO = 2.5  # replay pages/s >= 2.5x live pages/s (issue 17; issue 4 asked 3x)
 TARGET_WARC_RATIO = 0.85  # capture with WARC pages/s >= 0.85x capture without (issue 14)
 # Scenarios in bench/<name>.py (issue 17), each with run(bench).
-MODULES = ["dns", "origins", "latency", "scale", "writersplit"]
+MODULES = ["ab", "dns", "origins", "latency", "scale", "writersplit"]
 
 
 def python() -> str:
@@ -978,7 +978,7 @@ def main(argv: list[str] | None = None) -> int:
         "--baseline",
         type=Path,
         default=None,
-        help="capture, replay: another checkout, interleaved (A/B)",
+        help="ab, capture, replay: another checkout, interleaved (A/B)",
     )
     parser.add_argument("--site-dir", type=Path, default=None, help="reuse a generated site here")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
