@@ -34,7 +34,8 @@ ADAPTERS = frozenset(
     distributed.ledger_slot distributed.pipeline distributed.shared_politeness
     distributed.worker
     egress.dns_lookup egress.middleware egress.resolver
-    fetch.exceptions fetch.failures fetch.handler fetch.request fetch.tls_middleware
+    fetch.exceptions fetch.failure_middleware fetch.failures fetch.handler
+    fetch.http_error_middleware fetch.request fetch.tls_middleware
     fetch.userinfo_middleware
     jobdir.pipeline manifests.pipeline
     politeness.delay_middleware politeness.delay_slot politeness.redirect_middleware
@@ -44,7 +45,8 @@ ADAPTERS = frozenset(
     replay.middleware
     runtime.heap_extension runtime.log_level_extension runtime.process_wide
     runtime.refill_extension
-    sitemaps.requests snapshots.pipeline snapshots.revalidate_middleware warc.extension
+    sitemaps.requests snapshots.capture_middleware snapshots.item_middleware
+    snapshots.pipeline snapshots.revalidate_middleware warc.extension
     """.split()
 )
 

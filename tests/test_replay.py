@@ -214,8 +214,8 @@ async def _replay_snapshots(tmp_path: Path, allow: list[str], url: str) -> list[
     crawler = runner.create_crawler(TraverseSpider)
     snapshots: list[dict[str, Any]] = []
 
-    def collect(item: Any, **_: Any) -> None:
-        snapshots.append(item.snapshot)
+    def collect(item: Any, response: Any, **_: Any) -> None:
+        snapshots.append(response.meta["traverse_snapshot"])
 
     crawler.signals.connect(collect, signal=signals.item_scraped)
     await Deferred.fromFuture(runner.crawl(crawler, url=url))

@@ -51,7 +51,12 @@ CONCURRENT_ITEMS = 2
 # request dropped silently (URLLENGTH_LIMIT) would leave its page unrecorded.
 # MetaCopyDetection warns about response.meta copied into new requests, which the
 # spider never does (it builds each request's meta), and wrapped every output.
+# HttpErrorMiddleware: Scrapy's, with the typed error on its HttpError. Every
+# item a callback yields gets the sourceRef of its response (ItemSourceRefMiddleware).
 SPIDER_MIDDLEWARES = {
+    "scrapy.spidermiddlewares.httperror.HttpErrorMiddleware": None,
+    "traverse_crawl.fetch.http_error_middleware.HttpErrorMiddleware": 50,
+    "traverse_crawl.snapshots.item_middleware.ItemSourceRefMiddleware": 950,
     "scrapy.spidermiddlewares.referer.RefererMiddleware": None,
     "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
     "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware": None,
@@ -61,6 +66,9 @@ SPIDER_MIDDLEWARES = {
 # Downloader middlewares, in process_request order. Ours replace the built-ins
 # that do the same job (STYLE §4); process_response runs bottom-up.
 #
+#   10  TypedFailureMiddleware  every failed request's exception carries its FetchError
+#   20  CaptureMiddleware       page ids for any request; each final response's
+#                               snapshot and sourceRef, stored in capture mode
 #   40  UserinfoMiddleware      user:pass@ in a URL becomes an Authorization header
 #   50  ReplayMiddleware        replay mode: serve the store, no network at all
 #   90  EgressGuardMiddleware   refuse hosts that resolve to non-public addresses
@@ -82,6 +90,8 @@ DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
     "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
     "scrapy.downloadermiddlewares.cookies.CookiesMiddleware": None,
+    "traverse_crawl.fetch.failure_middleware.TypedFailureMiddleware": 10,
+    "traverse_crawl.snapshots.capture_middleware.CaptureMiddleware": 20,
     "traverse_crawl.fetch.userinfo_middleware.UserinfoMiddleware": 40,
     "traverse_crawl.replay.middleware.ReplayMiddleware": 50,
     "traverse_crawl.egress.middleware.EgressGuardMiddleware": 90,
@@ -102,9 +112,10 @@ DOWNLOAD_HANDLERS = {
     "https": "traverse_crawl.fetch.request.ExactTargetDownloadHandler",
 }
 
-# Item pipelines: store every snapshot (capture mode), keep the outcome in the
-# JOBDIR journal (with JOBDIR) or commit it to Redis (with REDIS_URL), then write
-# the manifest (with REDIS_URL, the worker that finishes a seed writes it).
+# Item pipelines: hold each item until its snapshot is durable (capture mode), keep
+# the outcome in the JOBDIR journal (with JOBDIR) or commit it to Redis (with
+# REDIS_URL), then write the manifest (with REDIS_URL, the worker that finishes a
+# seed writes it).
 ITEM_PIPELINES = {
     "traverse_crawl.snapshots.pipeline.SnapshotStorePipeline": 300,
     "traverse_crawl.jobdir.pipeline.JournalPipeline": 800,

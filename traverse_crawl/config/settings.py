@@ -186,6 +186,19 @@ def parse_header_size(name: str, value: Any) -> int:
     return parse_integer(name, value, 1024)
 
 
+def parse_text(name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(name, f"expected a string, got {value!r}")
+    return value
+
+
+def parse_field_name(name: str, value: Any) -> str:
+    """An item field's name: a non-empty string without surrounding spaces."""
+    if not isinstance(value, str) or not value or value != value.strip():
+        raise ConfigError(name, f"expected the name of an item field, got {value!r}")
+    return value
+
+
 class Field(NamedTuple):
     setting: str
     default: Any
@@ -237,6 +250,10 @@ FIELDS: dict[str, Field] = {
     # Replay reads pages ahead in a process of its own (replay/reader_process.py);
     # False: in the crawl.
     "replay_reader": Field("TRAVERSE_REPLAY_READER", True, parse_bool),
+    # The id of the snapshots of requests that are not frontier pages; "": the spider's name.
+    "source_id": Field("TRAVERSE_SOURCE_ID", "", parse_text),
+    # The item field that gets the sourceRef of the item's response.
+    "item_source_field": Field("TRAVERSE_ITEM_SOURCE_FIELD", "sourceRef", parse_field_name),
 }
 DEFAULTS: dict[str, Any] = {field.setting: field.default for field in FIELDS.values()}
 DEFAULTS.update(REDIS_DEFAULTS)  # a distributed crawl's (distributed/config.py)
@@ -275,6 +292,8 @@ class TraverseConfig:
     tls_verify: bool
     progress: ProgressMode
     replay_reader: bool
+    source_id: str
+    item_source_field: str
     redis: RedisConfig  # REDIS_URL and the distributed crawl's settings
 
     @classmethod

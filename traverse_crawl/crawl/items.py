@@ -1,7 +1,7 @@
 """The item of one page: exactly the manifest's page object (CONTRACT §3).
 
 ``PageItem`` is a ``dict`` so feed exports write it as it is; its attributes carry
-what the pipelines need and the feed must not show (the full snapshot with body).
+what the pipelines need and the feed must not show (the write of its snapshot).
 """
 
 from __future__ import annotations
@@ -10,19 +10,20 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from traverse_crawl.crawl.frontier import Outcome
+    from traverse_crawl.snapshots.capture import Write
 
 
 class PageItem(dict[str, Any]):
     seed_key: int
     index: int
-    snapshot: dict[str, Any] | None
+    stored: Write | None  # capture: the write of the page's snapshot, until it is durable
     outcome: Outcome | None  # set with JOBDIR: what the journal keeps of the page
 
     def __init__(
-        self, page: dict[str, Any], seed_key: int, index: int, snapshot: dict[str, Any] | None
+        self, page: dict[str, Any], seed_key: int, index: int, stored: Write | None = None
     ) -> None:
         super().__init__(page)
         self.seed_key = seed_key
         self.index = index
-        self.snapshot = snapshot
+        self.stored = stored
         self.outcome = None

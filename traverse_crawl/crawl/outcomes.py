@@ -1,58 +1,15 @@
-"""A page's final Scrapy response → its snapshot, or a typed ``http-error`` (SPEC §13.4);
-a page's ``fetch`` object (CONTRACT §3).
+"""A page's ``fetch`` object (CONTRACT §3): its snapshot or its typed error.
 
-Moved out of the spider, which keeps the BFS, so both stay readable.
+The snapshot itself is built by the capture middleware
+(``snapshots/capture_middleware.py``), for any spider's responses.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from scrapy.http import Response
-
 from traverse_crawl.errors import FetchError
 from traverse_crawl.snapshots import model as snap
-
-
-def snapshot_of(response: Response) -> dict[str, Any] | FetchError:
-    """The page's snapshot from a final response, or its ``http-error`` (SPEC §13.4)."""
-    status = response.status
-    if status == 304:
-        return FetchError(
-            "http-error",
-            f"unexpected 304 Not Modified from {response.url} without validators "
-            "from a matching prior snapshot",
-            304,
-        )
-    if not 200 <= status < 300:
-        return FetchError("http-error", f"HTTP {status} from {response.url}", status)
-    meta = response.meta
-    header = _header(response, b"Content-Type")
-    # A rendered page is the browser's DOM serialised as UTF-8 HTML (SPEC §11).
-    rendered = "playwright" in response.flags
-    if rendered:
-        header = "text/html; charset=utf-8"
-    return snap.build_snapshot(
-        source_id=meta["traverse_page_id"],
-        url=response.url,
-        status=status,
-        content_type="html"
-        if rendered
-        else snap.resolve_content_type(header, meta.get("traverse_hint")),
-        raw_body=response.body,
-        content_type_header=header,
-        redirects=meta.get("traverse_redirects"),
-        etag=_header(response, b"ETag"),
-        last_modified=_header(response, b"Last-Modified"),
-        rendered=rendered,
-    )
-
-
-def _header(response: Response, name: bytes) -> str | None:
-    value = response.headers.get(name)
-    if not value:
-        return None
-    return value.decode("latin-1")
 
 
 def fetch_record(meta: dict[str, Any], result: dict[str, Any] | FetchError) -> dict[str, Any]:

@@ -22,9 +22,10 @@ most ``REQUEST_WINDOW`` requests a seed are out, the others wait in its frontier
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import Any
 
 from scrapy import Spider
@@ -37,7 +38,7 @@ from traverse_crawl.crawl import seeds as seedlib
 from traverse_crawl.crawl.frontier import Admission, Frontier, Outcome
 from traverse_crawl.crawl.items import PageItem
 from traverse_crawl.crawl.links import find_links
-from traverse_crawl.crawl.outcomes import fetch_record, snapshot_of
+from traverse_crawl.crawl.outcomes import fetch_record
 from traverse_crawl.crawl.spool import Spool
 from traverse_crawl.crawl.stop import CrawlStopped
 from traverse_crawl.distributed.pipeline import make_worker
@@ -52,6 +53,8 @@ from traverse_crawl.replay.reader_process import PageWork
 from traverse_crawl.signals import seed_finished
 from traverse_crawl.sitemaps.requests import SitemapReader
 from traverse_crawl.snapshots import model as snap
+from traverse_crawl.snapshots.capture import SOURCE_REF, WRITE, Write
+from traverse_crawl.snapshots.capture_middleware import snapshot_of
 from traverse_crawl.snapshots.source_ref import build_source_ref
 from traverse_crawl.stats import inc
 
@@ -86,6 +89,8 @@ class TraverseSpider(Spider):
         self._next: dict[int, int] = {}  # seed key -> first admitted index not requested
         self._out: dict[int, set[int]] = {}  # seed key -> indices requested, no outcome yet
         self._announced: set[int] = set()
+        self._parse_page_overridden = type(self).parse_page is not TraverseSpider.parse_page
+        self._warned_no_callback = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> TraverseSpider:
@@ -98,6 +103,12 @@ class TraverseSpider(Spider):
             crawler, spider.config, spider.parse_sitemap, spider.sitemap_failed
         )
         return spider
+
+    # -- the protocol of the distributed worker and the pipelines ----------------
+
+    def frontier(self, seed_key: int) -> Frontier:
+        """The frontier of the seed ``seed_key`` (its position among the seeds)."""
+        return self.frontiers[seed_key]
 
     async def start(self) -> AsyncIterator[Any]:
         if self.remote is not None:  # pages come from Redis (traverse_crawl/distributed/)
@@ -176,7 +187,11 @@ class TraverseSpider(Spider):
 
     async def parse(self, response: Response, **kwargs: Any) -> AsyncIterator[Any]:
         meta = response.meta
-        key, index = meta["traverse_seed"], meta["traverse_index"]
+        key = meta.get("traverse_seed")
+        if key is None:  # a request of a subclass's that names no callback
+            self._no_callback(response)
+            return
+        index = meta["traverse_index"]
         try:
             outcome, snapshot = await self._outcome(self.frontiers[key], index, response)
         except Exception as exc:  # a bug must not leave the page, and its seed, unrecorded
@@ -185,8 +200,56 @@ class TraverseSpider(Spider):
             message = f"unexpected error while processing the response from {response.url}: {exc}"
             outcome = Outcome(fetch_record(meta, FetchError("network", message)))
             snapshot = None
-        for out in self._finish(key, index, outcome, snapshot):
+        outputs = self._finish(key, index, outcome, meta.get(WRITE))
+        if snapshot is None or not self._parse_page_overridden:
+            for out in outputs:
+                yield out
+            return
+        page = next(outputs)  # the page's item comes first
+        yield page
+        for out in outputs:
             yield out
+        async for out in self._page_output(response, page):
+            yield out
+
+    def parse_page(
+        self, response: Response, page: dict[str, Any]
+    ) -> Iterable[Any] | AsyncIterable[Any] | None:
+        """The hook for subclasses, called once for each page fetched with a snapshot
+        (live, capture and replay alike), after the page's outcome is recorded.
+
+        ``page`` is a copy of the page's item (its manifest page object); the
+        response is the page's final response, ``response.meta["traverse_source_ref"]``
+        its snapshot's ``sourceRef``. It may yield (or return) items of the
+        subclass's own, which get that ``sourceRef`` (``TRAVERSE_ITEM_SOURCE_FIELD``),
+        and requests for pages that are not part of the BFS: they are fetched
+        politely, like every request, and their responses go to the callback
+        they name. Neither changes the manifest. A sync or async generator.
+        """
+        return ()
+
+    async def _page_output(self, response: Response, page: dict[str, Any]) -> AsyncIterator[Any]:
+        result: Any = self.parse_page(response, dict(page))
+        if inspect.isawaitable(result):
+            result = await result
+        if result is None:
+            return
+        if hasattr(result, "__aiter__"):
+            async for out in result:
+                yield out
+        else:
+            for out in result:
+                yield out
+
+    def _no_callback(self, response: Response) -> None:
+        inc(self.crawler.stats, "frontier/no_callback")
+        if not self._warned_no_callback:
+            self._warned_no_callback = True
+            logger.warning(
+                "%s: the response to a request that names no callback is dropped "
+                "(parse handles the BFS pages only; give the request a callback)",
+                response.url,
+            )
 
     async def _outcome(
         self, frontier: Frontier, index: int, response: Response
@@ -212,11 +275,16 @@ class TraverseSpider(Spider):
                 links = self._found(work.links, work.warnings, meta if follow else {})
             else:
                 links = await self._links(snapshot, frontier.seed_origin, meta if follow else {})
+        # The capture middleware has built the snapshot and its sourceRef; without it
+        # (a project that removed it) they are built here.
+        source_ref = meta.get(SOURCE_REF)
+        if source_ref is None:
+            source_ref = build_source_ref(snapshot) if work is None else work.source_ref
         outcome = Outcome(
             fetch_record(meta, snapshot),
             links=links,
             offhost_final_url=offhost,
-            source_ref=build_source_ref(snapshot) if work is None else work.source_ref,
+            source_ref=source_ref,
             body_size=snap.body_size(snapshot) if work is None else work.body_size,
         )
         return outcome, snapshot
@@ -274,15 +342,16 @@ class TraverseSpider(Spider):
         self._check_finished(key)
 
     def _finish(
-        self, key: int, index: int, outcome: Outcome, snapshot: dict[str, Any] | None = None
+        self, key: int, index: int, outcome: Outcome, stored: Write | None = None
     ) -> Iterator[Any]:
         frontier = self.frontiers[key]
         inc(self.crawler.stats, "frontier/pages")
         if "error" in outcome.fetch:
             inc(self.crawler.stats, f"frontier/error/{outcome.fetch['error']['kind']}")
-        # The item first: its snapshot is stored as early as possible (a crash
-        # loses little); with CONCURRENT_ITEMS=2 the requests go on meanwhile.
-        item = PageItem(frontier.page_object(index, outcome), key, index, snapshot)
+        # The item first: it waits in the pipelines until its snapshot (handed to
+        # the writer when the response came) is durable; with CONCURRENT_ITEMS=2
+        # the requests go on meanwhile.
+        item = PageItem(frontier.page_object(index, outcome), key, index, stored)
         # For the JOBDIR journal, or for Redis, which records it (``distributed/worker.py``).
         item.outcome = outcome if self.job is not None or self.remote is not None else None
         yield item

@@ -53,8 +53,17 @@ def fetch_error_from_failure(
 ) -> FetchError:
     exc = failure.value
     assert exc is not None
-    if isinstance(exc, PageFailed):
-        return exc.error
+    return fetch_error_of(exc, request, timeout, maxsize)
+
+
+def fetch_error_of(
+    exc: BaseException, request: Request, timeout: float, maxsize: int
+) -> FetchError:
+    """The typed error of a failed request: the one it carries (``PageFailed``, or
+    set by ``TypedFailureMiddleware``), else the one its exception means."""
+    carried = getattr(exc, "error", None)
+    if isinstance(carried, FetchError):
+        return carried
     if isinstance(exc, (DownloadTimeoutError, TxTimeoutError, defer.TimeoutError)):
         return timeout_error(request, timeout)
     if isinstance(exc, (DownloadCancelledError, defer.CancelledError)):

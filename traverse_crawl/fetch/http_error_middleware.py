@@ -1,0 +1,27 @@
+"""Scrapy's ``HttpErrorMiddleware``, with the typed error on the ``HttpError`` it raises.
+
+A response whose status the spider does not handle reaches the request's errback
+as Scrapy's ``HttpError`` (so ``failure.check(HttpError)`` works as before), and
+``failure.value.error`` is its ``FetchError``: ``http-error`` with the status.
+It replaces the built-in (same settings: ``HTTPERROR_ALLOWED_CODES``,
+``HTTPERROR_ALLOW_ALL``, the ``handle_httpstatus_*`` meta keys).
+"""
+
+from __future__ import annotations
+
+from scrapy.http import Response
+from scrapy.spidermiddlewares import httperror
+
+from traverse_crawl.errors import FetchError
+
+HttpError = httperror.HttpError
+
+
+class HttpErrorMiddleware(httperror.HttpErrorMiddleware):
+    def process_spider_input(self, response: Response) -> None:  # type: ignore[override]
+        try:
+            super().process_spider_input(response)
+        except HttpError as exc:
+            status = response.status
+            exc.error = FetchError("http-error", f"HTTP {status} from {response.url}", status)  # type: ignore[attr-defined]
+            raise
