@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import socket
 import subprocess
 import sys
 import textwrap
@@ -54,19 +55,27 @@ class Offer:
 class PlainSpider(scrapy.Spider):
     name = "plain"
 
-    def __init__(self, base, other, extra="", **kwargs):
+    def __init__(self, base, other, closed, extra="", **kwargs):
         super().__init__(**kwargs)
-        self.base, self.other, self.extra = base, other, extra
+        self.base, self.other, self.closed, self.extra = base, other, closed, extra
 
     async def start(self):
-        paths = ["/", "/private/stock.html", "/flaky.html", "/old.html", "/frag.html#part"]
+        paths = [
+            "/", "/private/stock.html", "/flaky.html", "/old.html", "/frag.html#part",
+            "/missing.html",
+        ]
         if self.extra:
             paths.append(self.extra)
-        urls = [self.base + path for path in paths] + [self.other + "/"]
+        urls = [self.base + path for path in paths] + [self.other + "/", self.closed + "/"]
         for url in urls:
             yield scrapy.Request(
                 url, callback=self.parse, errback=self.failed, cb_kwargs={"requested": url}
             )
+        slow = self.base + "/slow.html"
+        yield scrapy.Request(
+            slow, callback=self.parse, errback=self.failed, cb_kwargs={"requested": slow},
+            meta={"download_timeout": 0.3, "dont_retry": True},
+        )
 
     def parse(self, response, requested):
         yield {
@@ -88,6 +97,7 @@ class PlainSpider(scrapy.Spider):
             "requested": failure.request.cb_kwargs["requested"],
             "error": error.kind,
             "message": error.message,
+            "status": error.status,
             "exception": type(failure.value).__name__,
         }
 """
@@ -177,9 +187,18 @@ def shop_site(server: Server) -> None:
             "/new.html": "<title>New</title><p>moved here</p>",
             "/frag.html": "<title>Frag</title><p>fragment</p>",
             "/extra.html": "<title>Extra</title><p>not in the BFS</p>",
+            "/slow.html": Reply(body="<p>too late</p>", delay=1.5),
         }
     )
     server.routes["/flaky.html"] = flaky
+
+
+def closed_origin() -> str:
+    """A loopback origin where nothing listens (the port was just free)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
 
 
 def test_a_plain_spider_is_fetched_politely_captured_and_replayed(
@@ -189,9 +208,12 @@ def test_a_plain_spider_is_fetched_politely_captured_and_replayed(
     server2.site({"/": "<p>another origin</p>"})
     project = make_project(tmp_path, {"plain": PLAIN_SPIDER})
     store = tmp_path / "store"
-    spider_args = ["-a", f"base={server.origin}", "-a", f"other={server2.origin}"]
+    closed = closed_origin()
+    spider_args = [
+        "-a", f"base={server.origin}", "-a", f"other={server2.origin}", "-a", f"closed={closed}",
+    ]  # fmt: skip
     common = [
-        *crawl_args(tmp_path, server.origin),  # server2 is not allowed: egress-denied
+        *crawl_args(tmp_path, server.origin, closed),  # server2 is not allowed: egress-denied
         "-s", "TRAVERSE_MIN_DELAY=0.2",
         "-s", "TRAVERSE_RETRY_BACKOFF=0.01",
     ]  # fmt: skip
@@ -209,6 +231,19 @@ def test_a_plain_spider_is_fetched_politely_captured_and_replayed(
     # The egress guard: a loopback origin that is not allowed.
     assert failures[server2.url("/")]["error"] == "egress-denied"
     assert server2.paths() == []
+    # Every failure is typed, and the errback still gets the exception Scrapy raised.
+    refused = failures[closed + "/"]
+    assert (refused["error"], refused["exception"]) == ("network", "DownloadConnectionRefusedError")
+    assert "the connection was refused" in refused["message"]
+    missing = failures[server.url("/missing.html")]
+    assert (missing["error"], missing["status"], missing["exception"]) == (
+        "http-error",
+        404,
+        "HttpError",
+    )
+    slow = failures[server.url("/slow.html")]
+    assert (slow["error"], slow["exception"]) == ("timeout", "DownloadTimeoutError")
+    assert slow["message"].endswith("timed out after 300ms")
     # A retry after the 503, and the redirect followed.
     assert server.count("/flaky.html") == 2
     assert "up again" in pages[server.url("/flaky.html")]["text"]

@@ -25,7 +25,9 @@ from scrapy.exceptions import NotConfigured
 from twisted.internet.task import LoopingCall
 
 from traverse_crawl.config.settings import get_config
+from traverse_crawl.crawl.frontier import Frontier
 from traverse_crawl.crawl.progress import SeedProgress, log_line, per_minute
+from traverse_crawl.signals import seed_started
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +41,9 @@ class ProgressExtension:
             raise NotConfigured
         self.crawler = crawler
         self.interval = crawler.settings.getfloat("LOGSTATS_INTERVAL")
+        # The seeds' frontiers (a distributed worker's are local views and not
+        # announced: `scrapy crawlstatus` shows that crawl).
+        self.frontiers: dict[int, Frontier] = {}
         self.seeds: dict[int, SeedProgress] = {}
         self.last: dict[int, tuple[float, int]] = {}
         self.started = time.monotonic()
@@ -46,6 +51,7 @@ class ProgressExtension:
         self.loop: LoopingCall | None = None
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(self.seed_started, signal=seed_started)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ProgressExtension:
@@ -69,11 +75,11 @@ class ProgressExtension:
             self.display.stop()
             self.display = None
 
+    def seed_started(self, frontier: Frontier, seed_key: int) -> None:
+        self.frontiers[seed_key] = frontier
+
     def _running(self) -> list[tuple[int, SeedProgress]]:
-        spider = self.crawler.spider
-        # A distributed worker's frontiers are local views: `scrapy crawlstatus` shows the crawl.
-        frontiers = {} if getattr(spider, "remote", None) else getattr(spider, "frontiers", {})
-        for key, frontier in frontiers.items():
+        for key, frontier in self.frontiers.items():
             if key not in self.seeds:
                 self.seeds[key] = SeedProgress(frontier)
                 self.last[key] = (self.started, len(frontier.pages))

@@ -50,7 +50,7 @@ from traverse_crawl.fetch.request import WhatwgRequest
 from traverse_crawl.jobdir.pipeline import Job, resolve_seeds
 from traverse_crawl.jobdir.state import replay_sitemaps
 from traverse_crawl.replay.reader_process import PageWork
-from traverse_crawl.signals import seed_finished
+from traverse_crawl.signals import seed_finished, seed_started
 from traverse_crawl.sitemaps.requests import SitemapReader
 from traverse_crawl.snapshots import model as snap
 from traverse_crawl.snapshots.capture import SOURCE_REF, WRITE, Write
@@ -120,6 +120,7 @@ class TraverseSpider(Spider):
             c, spool = self.config, self.spool
             frontier = Frontier(seed.id, seed.url, c.max_pages, c.max_depth, c.mode, spool=spool)
             self.frontiers[key] = frontier
+            self.crawler.signals.send_catch_log(seed_started, frontier=frontier, seed_key=key)
             if self.config.mode == "replay" and not os.path.isdir(self.config.store):
                 # CONTRACT §1: a crawl that ran, with one invalid-config page per seed.
                 error = FetchError("invalid-config", "mode 'replay' requires a store")

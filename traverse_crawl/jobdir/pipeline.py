@@ -225,7 +225,7 @@ class JournalPipeline:
         if job is None or not isinstance(item, PageItem) or item.outcome is None:
             return item
         spider: Any = self.crawler.spider
-        store_warning = spider.frontiers[item.seed_key].store_warnings.get(item.index)
+        store_warning = spider.frontier(item.seed_key).store_warnings.get(item.index)
         job.keep(
             jobstate.page_record(item.seed_key, item.index, (item["url"], item["depth"]),
                                  item.outcome, store_warning)

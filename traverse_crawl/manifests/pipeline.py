@@ -41,7 +41,7 @@ from traverse_crawl.crawl.frontier import Frontier
 from traverse_crawl.crawl.items import PageItem
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.jobdir.pipeline import jobdir_path
-from traverse_crawl.signals import seed_finished
+from traverse_crawl.signals import seed_finished, seed_started
 from traverse_crawl.snapshots.store import source_dir_name
 from traverse_crawl.stats import inc
 from traverse_crawl.utils.atomic import atomic_write
@@ -64,9 +64,11 @@ class ManifestPipeline:
                 "TRAVERSE_MANIFEST_DIR", f"cannot create {self.directory!r}: {exc.strerror or exc}"
             ) from None
         self.processed: dict[int, int] = {}
+        self.started: dict[int, Frontier] = {}
         self.finished: dict[int, Frontier] = {}
         self.written: set[int] = set()
         self.spool_failed = False
+        crawler.signals.connect(self.on_seed_started, signal=seed_started)
         crawler.signals.connect(self.on_seed_finished, signal=seed_finished)
         crawler.signals.connect(self.on_spider_closed, signal=signals.spider_closed)
 
@@ -81,6 +83,9 @@ class ManifestPipeline:
             self._check_spool()
             self._maybe_write(key)
         return item
+
+    def on_seed_started(self, frontier: Frontier, seed_key: int) -> None:
+        self.started[seed_key] = frontier
 
     def on_seed_finished(self, frontier: Frontier, seed_key: int) -> None:
         self.finished[seed_key] = frontier
@@ -110,8 +115,7 @@ class ManifestPipeline:
 
     def hard_stop(self, reason: str) -> None:
         """Write every seed's manifest not written yet, with the stop warning."""
-        spider = self.crawler.spider
-        for key, frontier in getattr(spider, "frontiers", {}).items():
+        for key, frontier in self.started.items():
             if key not in self.written:
                 frontier.stop(reason)
                 self.write(key, frontier)

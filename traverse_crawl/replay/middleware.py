@@ -6,7 +6,8 @@ in replay no request reaches a download handler: no DNS look-up, no socket,
 no robots.txt, no politeness delay, no browser. The project's middlewares that
 only act on a download (egress, robots, retry, redirect, revalidate,
 politeness) are not installed in replay at all (``NotConfigured``). A page request (one with
-``traverse_page_id``) is answered with its latest snapshot (SPEC §12
+``traverse_page_id``: a frontier page, or any request of any spider, whose page id
+the capture middleware gives it first) is answered with its latest snapshot (SPEC §12
 ``latest``) as a Response flagged ``replay``, and
 ``request.meta["traverse_snapshot"]`` is that snapshot with ``fromCache: true``,
 which the spider records as it is — same ``fetchedAt``, hash and ``sourceRef``
@@ -21,13 +22,13 @@ in the ``no-snapshot`` message when no other snapshot of the page is usable,
 else in a page warning of the page served from an older snapshot. A store that
 cannot be read at all is a ``no-snapshot`` too, with the reason appended
 (Traverse lets that exception end the crawl, SPEC §17.7; here a crawl never
-dies of a page, CONTRACT §5). Any other request (robots.txt, a stray request
-of another component) is refused with ``IgnoreRequest``. A store directory
+dies of a page, CONTRACT §5). Any other request (robots.txt, a URL that is not
+http(s)) is refused with ``IgnoreRequest``. A store directory
 that does not exist never gets here: the spider records one ``invalid-config``
 page per seed instead.
 
 Read ahead (``TRAVERSE_REPLAY_READER``, on by default; issue 17, item 3): as
-each page request is scheduled (``request_scheduled``), its page id goes to a
+each frontier page's request is scheduled (``request_scheduled``), its page id goes to a
 reader process (``replay/reader.py``, ``replay/reader_process.py``), at most
 ``READ_AHEAD`` pages (and about ``READ_AHEAD_BYTES`` of answers) ahead of the
 downloader; the rest wait their turn in order.

@@ -23,7 +23,9 @@ retries included:
 - after each page's last response, once its item has passed the pipelines, a
   ``metadata`` record with the page id, ``sourceRef``, SHA-256 ``bodyHash``,
   ``fetchedAt``, content type, status, redirects, validators (or the error
-  kind): the fields ``scrapy warc import`` restores.
+  kind): the fields ``scrapy warc import`` restores. A response to a request
+  that is not a frontier page (any other spider's) gets its ``metadata`` record
+  when it reaches the engine, from its snapshot (docs/snapshots.md).
 
 The reactor thread only takes what a record needs (headers, body, the time)
 and hands it to one writer *process* over a pipe (``core.warcwriter``), which
@@ -56,6 +58,9 @@ from scrapy.http import Response
 from traverse_crawl import __version__
 from traverse_crawl.config.settings import get_config
 from traverse_crawl.fetch.attempt import REVALIDATE_SENT as SENT
+from traverse_crawl.fetch.attempt import SNAPSHOT
+from traverse_crawl.snapshots.capture import PAGE_ID, SOURCE_REF
+from traverse_crawl.snapshots.model import manifest_view
 from traverse_crawl.snapshots.revalidate_middleware import PRIOR
 from traverse_crawl.stats import inc
 from traverse_crawl.warc import records as warc
@@ -152,10 +157,25 @@ class WarcWriterExtension:
     def response_received(self, response: Response, request: Request, **kwargs: Any) -> None:
         """A navigation Chromium received but did not render (a redirect, an error
         status, a PDF): handed back to Scrapy by the render middleware, never
-        downloaded by Scrapy, so ``response_downloaded`` did not see it."""
-        if warc.NAVIGATION in request.meta and "playwright" not in response.flags:
+        downloaded by Scrapy, so ``response_downloaded`` did not see it. Then, for
+        a page that is not a frontier page, its metadata record."""
+        meta = request.meta
+        if warc.NAVIGATION in meta and "playwright" not in response.flags:
             flagged = response.replace(flags=[*response.flags, "playwright"])
             self.response_downloaded(flagged, request, **kwargs)
+        page_id = meta.get(PAGE_ID)
+        if "traverse_seed" in meta or page_id not in self.last_response:
+            return  # a frontier page's record waits for its item (``item_scraped``)
+        key, url = self.last_response.pop(page_id)
+        snapshot, source_ref = meta.get(SNAPSHOT), meta.get(SOURCE_REF) or ""
+        fields: dict[str, Any] = {"pageId": page_id}
+        if snapshot and source_ref:
+            fields = metadata_fields(manifest_view(snapshot), source_ref)
+            fields["pageId"] = page_id
+        else:
+            fields["error"] = "http-error"  # a final response without a snapshot
+        inc(self.crawler.stats, "warc/metadata")
+        self._send(Metadata(key, time.time(), url, fields, source_ref))
 
     def item_scraped(self, item: Any, **_: Any) -> None:
         page_id = item.get("id") if isinstance(item, dict) else None
