@@ -56,7 +56,7 @@ def test_always_marks_every_page_request_for_the_browser(render):
     meta = request.meta
     assert meta["traverse_render"] is True
     assert meta["playwright"] is True and meta["playwright_context"] == "traverse"
-    assert meta["dont_retry"] is True  # SPEC §11: the renderer is never retried
+    assert meta["dont_retry"] is True  # as in Traverse, the renderer is never retried
     assert meta["traverse_render_guard"] in GUARDS
     assert meta["playwright_page_goto_kwargs"]["wait_until"] == "commit"
     assert meta["traverse_warnings"] == [REVALIDATE_WARNING]

@@ -1,4 +1,4 @@
-"""Group commit of snapshot files (issue 17): same guarantee, one disk flush per batch.
+"""Group commit of snapshot files: same guarantee, one disk flush per batch.
 
 A batch's files are written, synced together, renamed and synced together;
 a file that fails fails alone, a page is reported stored (to the JOBDIR journal,

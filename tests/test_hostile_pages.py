@@ -1,4 +1,4 @@
-"""Hostile pages (issue 10 items 1-3): bounded link discovery and a compact frontier."""
+"""Hostile pages: bounded link discovery and a compact frontier."""
 
 from __future__ import annotations
 

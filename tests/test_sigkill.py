@@ -1,4 +1,4 @@
-"""A crash never leaves a snapshot file that does not parse (CONTRACT §4, issue 4).
+"""A crash never leaves a snapshot file that does not parse.
 
 Two real crashes: ``scrapy crawl traverse`` killed with SIGKILL in the middle of
 a large capture, then replayed; and a process killed while it rewrites a

@@ -1,4 +1,4 @@
-"""Bad settings and arguments stop `scrapy crawl` before any request (issue 10)."""
+"""Bad settings and arguments stop `scrapy crawl` before any request."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""WARC written while capturing, checked by warcio and replayed by pywb (issue 14, CONTRACT §8)."""
+"""WARC written while capturing, checked by warcio and replayed by pywb."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The WARC writer process: what a user sees when the crawl dies or the disk fails (CONTRACT §8)."""
+"""The WARC writer process: what a user sees when the crawl dies or the disk fails."""
 
 from __future__ import annotations
 
