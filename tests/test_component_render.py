@@ -91,7 +91,7 @@ def test_a_shell_is_escalated_to_one_rendered_attempt_that_starts_afresh(render)
     assert new.meta["traverse_render_fallback"]["body"] == SHELL.encode()
     assert new.meta["traverse_warnings"] == ["w"]
     assert "traverse_render_escalation" not in new.meta
-    # A new attempt (core.attempt): no backoff deadline, retry count or validators of
+    # A new attempt (fetch/attempt.py): no backoff deadline, retry count or validators of
     # the plain one. A stale traverse_not_before let it skip TRAVERSE_MIN_DELAY.
     assert not (ATTEMPT_KEYS | {"retry_times"}) & set(new.meta)
     assert b"If-None-Match" not in new.headers and b"If-Modified-Since" not in new.headers

@@ -66,7 +66,9 @@ def test_fixture_records_the_urls_scrapy_rewrote() -> None:
 
 
 @pytest_twisted.ensureDeferred
-async def test_a_store_of_rewritten_urls_replays_its_capture(crawl: Any, legacy_store: Path) -> None:
+async def test_a_store_of_rewritten_urls_replays_its_capture(
+    crawl: Any, legacy_store: Path
+) -> None:
     result = await crawl(
         settings={**SETTINGS, "TRAVERSE_MODE": "replay", "TRAVERSE_STORE": str(legacy_store)},
         url=ORIGIN + PAGE,
