@@ -14,7 +14,7 @@ from scrapy.crawler import AsyncCrawlerRunner
 from scrapy.utils.project import get_project_settings
 from twisted.internet.defer import Deferred
 
-from tests.server import Server, serve
+from tests.support.server import Server, serve
 from traverse_crawl.crawl.spider import TraverseSpider
 
 os.environ.setdefault("SCRAPY_SETTINGS_MODULE", "traverse_crawl.settings")

@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from tests.cli import REPO, crawl_args, scrapy, scrapy_env
-from tests.server import Reply
-from tests.test_crawl import fixture_site
+from tests.component.crawl.test_bfs_crawl import fixture_site
+from tests.support.cli import REPO, crawl_args, scrapy, scrapy_env
+from tests.support.server import Reply
 from traverse_crawl.snapshots.store import source_dir_name
 
 

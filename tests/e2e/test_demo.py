@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from tests.cli import REPO, scrapy_env
+from tests.support.cli import REPO, scrapy_env
 
 
 def test_demo_captures_then_replays_with_the_server_stopped(tmp_path):

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import pytest_twisted
 
-from tests.cli import scrapy
-from tests.server import Handler, Reply, Server
+from tests.support.cli import scrapy
+from tests.support.server import Handler, Reply, Server
 
 
 def links(*paths: str) -> str:

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 import redis
 
-from tests.cli import REPO, crawl_args, scrapy_env
-from tests.redisserver import RedisServer, redis_server  # noqa: F401  (fixture)
-from tests.server import Handler, Hit, Reply, Server, serve
+from tests.support.cli import REPO, crawl_args, scrapy_env
+from tests.support.redisserver import RedisServer, redis_server  # noqa: F401  (fixture)
+from tests.support.server import Handler, Hit, Reply, Server, serve
 
 DELAY = 0.2
 # The server stamps a request's end when its handler thread has written the

@@ -13,8 +13,8 @@ import signal
 import subprocess
 import time
 
-from tests.cli import REPO, crawl_args, scrapy, scrapy_env
-from tests.distributed_site import (
+from tests.support.cli import REPO, crawl_args, scrapy, scrapy_env
+from tests.support.distributed_site import (
     MAX_PAGES,
     ORIGINS,
     command,
@@ -28,8 +28,8 @@ from tests.distributed_site import (
     wait_for_hits,
     wait_for_worker,
 )
-from tests.jobdir_helpers import page_hits, stop
-from tests.redisserver import RedisServer, redis_server  # noqa: F401  (fixture)
+from tests.support.jobdir_helpers import page_hits, stop
+from tests.support.redisserver import RedisServer, redis_server  # noqa: F401  (fixture)
 
 
 def each_page_once(servers) -> None:

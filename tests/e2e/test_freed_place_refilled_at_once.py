@@ -4,7 +4,7 @@ Scrapy's engine takes the next request on a ``callLater(0)`` timer, a loop turn
 after the response that freed the place, behind whatever page work that turn
 queued; ``runtime/refill_extension.py`` runs the engine's pass at once. Observed in a
 real crawl, one request at a time against a server that answers late, by
-counting the event loop's turns (``tests/turnprobe.py``).
+counting the event loop's turns (``tests/support/turnprobe.py``).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 import statistics
 
-from tests.server import Reply, Server
-from tests.turnprobe import turns_to_refill
+from tests.support.server import Reply, Server
+from tests.support.turnprobe import turns_to_refill
 
 CHILDREN = 12
 

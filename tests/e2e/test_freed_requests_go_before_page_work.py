@@ -16,8 +16,8 @@ import time
 from datetime import datetime
 from typing import Any
 
-from tests.cli import crawl_args, scrapy
-from tests.server import Handler, Reply, Server
+from tests.support.cli import crawl_args, scrapy
+from tests.support.server import Handler, Reply, Server
 
 CONCURRENCY = 16
 CHILDREN = 3 * CONCURRENCY

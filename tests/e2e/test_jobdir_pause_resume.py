@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from tests.jobdir_helpers import (
+from tests.support.jobdir_helpers import (
     PAGES,
     check_store,
     comparable,

@@ -13,7 +13,7 @@ import random
 import signal
 import time
 
-from tests.jobdir_helpers import (
+from tests.support.jobdir_helpers import (
     PAGES,
     check_store,
     comparable,

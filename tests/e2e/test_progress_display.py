@@ -9,8 +9,8 @@ import re
 import subprocess
 import sys
 
-from tests.cli import REPO, crawl_args, scrapy, scrapy_env
-from tests.server import Reply, Server
+from tests.support.cli import REPO, crawl_args, scrapy, scrapy_env
+from tests.support.server import Reply, Server
 from traverse_crawl.crawl.frontier import Frontier, Outcome
 from traverse_crawl.crawl.progress import SeedProgress, log_line
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import pytest_twisted
 
-from tests.cli import REPO, scrapy, scrapy_env
-from tests.test_diff import two_captures
+from tests.e2e.test_diff_command import two_captures
+from tests.support.cli import REPO, scrapy, scrapy_env
 from traverse_crawl.rendering.browser import launch_options
 
 

@@ -1,7 +1,7 @@
 """traverse_crawl deployed to a real scrapyd runs exactly as from the command line (issue 6).
 
 One scrapyd per module, on a free loopback port, with basic auth and every
-directory in tmp (tests/scrapyd_harness.py). The project is deployed with
+directory in tmp (tests/support/scrapyd_harness.py). The project is deployed with
 ``scrapyd-deploy`` from a copy of the working tree; jobs are scheduled through
 ``schedule.json`` with ``-d setting=...`` as docs/operations.md shows.
 """
@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from tests.redisserver import RedisServer, redis_server  # noqa: F401  (fixture)
-from tests.scrapyd_harness import (
+from tests.support.redisserver import RedisServer, redis_server  # noqa: F401  (fixture)
+from tests.support.scrapyd_harness import (
     PROJECT,
     ROOT,
     Scrapyd,
@@ -34,7 +34,7 @@ from tests.scrapyd_harness import (
     error_lines,
     free_port,
 )
-from tests.server import Reply, Server, serve
+from tests.support.server import Reply, Server, serve
 
 VERSION = "1"
 # Package data that the pyproject patterns must carry into the egg, nested

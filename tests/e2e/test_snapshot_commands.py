@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest_twisted
 
-from tests.cli import REPO, scrapy
-from tests.server import Reply
+from tests.support.cli import REPO, scrapy
+from tests.support.server import Reply
 from traverse_crawl.fetch.urls import page_id
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 2

@@ -16,8 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-from tests.cli import REPO, scrapy_env
-from tests.server import Server
+from tests.support.cli import REPO, scrapy_env
+from tests.support.server import Server
 from traverse_crawl.fetch.urls import page_id
 from traverse_crawl.snapshots.store import FilesystemSnapshotStore, deserialize, source_dir_name
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import gc
 import json
 
-from tests.heapprobe import probed_crawl
-from tests.server import Server
+from tests.support.heapprobe import probed_crawl
+from tests.support.server import Server
 from traverse_crawl.runtime.heap_extension import YOUNG_THRESHOLD, FrozenStartupHeap
 
 

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli import REPO, crawl_args, scrapy, scrapy_env
-from tests.server import Reply, Server
+from tests.support.cli import REPO, crawl_args, scrapy, scrapy_env
+from tests.support.server import Reply, Server
 
 
 def crawl(server: Server, tmp: Path, *extra: str, env: dict[str, str] | None = None):

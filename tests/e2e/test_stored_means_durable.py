@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from tests.distributed_helpers import run_async
-from tests.jobdir_helpers import PAGES, crawl_command, long_site, manifest, run, start, stop
-from tests.server import Server
+from tests.support.distributed_helpers import run_async
+from tests.support.jobdir_helpers import PAGES, crawl_command, long_site, manifest, run, start, stop
+from tests.support.server import Server
 from traverse_crawl.jobdir.journal import FileJournal
 from traverse_crawl.snapshots import batch_write as groupcommit
 from traverse_crawl.snapshots.batch_write import write_batch

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest_twisted
 
-from tests.cli import scrapy
-from tests.server import Reply, Server
-from tests.warctools import PYWB_BIN, pywb, replayed, run, warcio_check, warcio_index
+from tests.support.cli import scrapy
+from tests.support.server import Reply, Server
+from tests.support.warctools import PYWB_BIN, pywb, replayed, run, warcio_check, warcio_index
 from traverse_crawl.warc.surt import surt
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4

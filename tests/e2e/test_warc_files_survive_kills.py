@@ -7,7 +7,7 @@ import time
 
 import pytest_twisted
 
-from tests.warctools import start_big_capture, warc_files, warcio_check, warcio_index
+from tests.support.warctools import start_big_capture, warc_files, warcio_check, warcio_index
 
 
 def test_sigkill_of_the_crawl_still_leaves_closed_valid_files(server, tmp_path):

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 import redis
 
-from tests.cli import REPO, scrapy_env
-from tests.jobdir_helpers import comparable, long_site, page_hits, stop
-from tests.server import Server, run
+from tests.support.cli import REPO, scrapy_env
+from tests.support.jobdir_helpers import comparable, long_site, page_hits, stop
+from tests.support.server import Server, run
 
 ORIGINS = 4
 SECTIONS = 6

@@ -1,5 +1,5 @@
-"""A Scrapy extension for ``tests/test_latency_gc.py`` and ``tests/test_loglevel.py``:
-what the process-wide extensions (``traverse_crawl/runtime/process_wide.py``) changed.
+"""A Scrapy extension for the end-to-end tests of the process-wide extensions
+(``traverse_crawl/runtime/process_wide.py``): what they changed.
 
 Records, as JSON in ``HEAP_PROBE_OUT``, ``gc.get_freeze_count()``, the number
 of objects in the oldest generation, the youngest generation's threshold and the
@@ -20,15 +20,15 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
-from tests.cli import crawl_args, scrapy
-from tests.server import Server
+from tests.support.cli import crawl_args, scrapy
+from tests.support.server import Server
 from traverse_crawl import settings
 
 
 def probed_crawl(server: Server, tmp_path: Path, *extra: str) -> tuple[Any, dict[str, int]]:
     """``scrapy crawl traverse`` of ``server``'s index with this probe: the run and what it saw."""
     out = tmp_path / "probe.json"
-    extensions = {**settings.EXTENSIONS, "tests.heapprobe.HeapProbe": 0}
+    extensions = {**settings.EXTENSIONS, "tests.support.heapprobe.HeapProbe": 0}
     run = scrapy(
         "crawl", "traverse", "-a", f"url={server.url('/index.html')}",
         *crawl_args(tmp_path, server.origin),

@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.cli import REPO, scrapy_env
-from tests.server import Reply, Server
+from tests.support.cli import REPO, scrapy_env
+from tests.support.server import Reply, Server
 from traverse_crawl.snapshots.store import deserialize
 
 SECTIONS = 20

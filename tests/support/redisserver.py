@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.scrapyd_harness import free_port
+from tests.support.scrapyd_harness import free_port
 
 REDIS_SERVER = shutil.which("redis-server")
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 PROJECT = "traverse_crawl"
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # Variables that would make a job import the working tree instead of the egg,
 # pick another settings module, or route loopback traffic through a proxy.

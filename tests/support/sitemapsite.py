@@ -3,7 +3,7 @@ orphans that only a sitemap lists (issue 15)."""
 
 from __future__ import annotations
 
-from tests.server import Reply, Server
+from tests.support.server import Reply, Server
 
 XML = "application/xml"
 

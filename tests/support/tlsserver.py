@@ -13,7 +13,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from tests.server import Server, run
+from tests.support.server import Server, run
 
 
 def self_signed(directory: Path) -> tuple[Path, Path]:

@@ -12,7 +12,7 @@ import html
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tests.server import Handler, Reply, Server
+from tests.support.server import Handler, Reply, Server
 
 PAGE = "/dir/page.html"
 ETAG = '"leaf"'

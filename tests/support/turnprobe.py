@@ -1,5 +1,6 @@
-"""A Scrapy extension for ``tests/test_refill.py``: in which turn of the event loop
-each response reached the engine and each request reached the downloader.
+"""A Scrapy extension for ``tests/e2e/test_freed_place_refilled_at_once.py``: in which
+turn of the event loop each response reached the engine and each request reached the
+downloader.
 
 A callback that reschedules itself with ``call_soon`` runs once per loop turn and
 counts them (the loop spins meanwhile: only for these short test crawls). The
@@ -17,8 +18,8 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
-from tests.cli import crawl_args, scrapy
-from tests.server import Server
+from tests.support.cli import crawl_args, scrapy
+from tests.support.server import Server
 from traverse_crawl import settings
 
 
@@ -28,7 +29,7 @@ def turns_to_refill(
     """Crawl ``server``'s index one request at a time: for each response that was followed by
     a request reaching the downloader, the loop turns in between; and the crawl's log."""
     out = tmp_path / "turns.json"
-    extensions = {**settings.EXTENSIONS, "tests.turnprobe.TurnProbe": -100}
+    extensions = {**settings.EXTENSIONS, "tests.support.turnprobe.TurnProbe": -100}
     if not refill:
         extensions["traverse_crawl.runtime.refill_extension.RefillAtResponse"] = None
     run = scrapy(

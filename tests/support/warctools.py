@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.cli import REPO, crawl_args, scrapy_env
-from tests.server import Reply, Server
+from tests.support.cli import REPO, crawl_args, scrapy_env
+from tests.support.server import Reply, Server
 
 # Beside the venv running the tests (``.ci/run`` makes both in the clone; a
 # worktree whose .venv links to a shared one finds the shared .venv-pywb).

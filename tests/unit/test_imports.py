@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import traverse_crawl
-from tests.cli import scrapy
+from tests.support.cli import scrapy
 
 ROOT = Path(traverse_crawl.__file__).parent
 PACKAGE = "traverse_crawl"

@@ -10,7 +10,7 @@ from urllib.parse import quote
 import pytest
 import pytest_twisted
 
-from tests.server import Reply, Server
+from tests.support.server import Reply, Server
 from traverse_crawl.snapshots.store import source_dir_name
 
 

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 import pytest_twisted
 
-from tests.jobdir_helpers import comparable, crawl_command, run, start, stop
-from tests.server import Reply
-from tests.sitemapsite import listed, shop, urlset
+from tests.support.jobdir_helpers import comparable, crawl_command, run, start, stop
+from tests.support.server import Reply
+from tests.support.sitemapsite import listed, shop, urlset
 from traverse_crawl.crawl import spool as pagelog
 from traverse_crawl.manifests.read import ManifestError, load_all
 

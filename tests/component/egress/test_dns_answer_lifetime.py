@@ -1,6 +1,6 @@
 """The egress guard keeps each DNS answer for a bounded lifetime (issue 17 item 5).
 
-A real DNS server on 127.0.0.1 (``tests/dnsserver.py``) answers from a script and
+A real DNS server on 127.0.0.1 (``tests/support/dnsserver.py``) answers from a script and
 counts its queries; HTTP servers listen on 127.0.0.1 and 127.0.0.2. Time is a
 fake clock (``ScriptedDNS.clock``) the test or a server route advances, so an
 answer expires exactly when the test says.
@@ -20,8 +20,8 @@ from scrapy.exceptions import CannotResolveHostError
 from scrapy.utils.test import get_crawler
 from twisted.internet import defer
 
-from tests.dnsserver import ScriptedDNS, installed
-from tests.server import Handler, Reply, Server, serve
+from tests.support.dnsserver import ScriptedDNS, installed
+from tests.support.server import Handler, Reply, Server, serve
 from traverse_crawl.egress.middleware import EgressGuardMiddleware
 from traverse_crawl.fetch.exceptions import PageFailed
 

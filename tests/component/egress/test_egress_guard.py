@@ -23,14 +23,14 @@ from twisted.internet import defer, reactor, task
 from twisted.internet.error import DNSLookupError
 from twisted.web.client import Agent, readBody
 
-from tests.cli import crawl_args, scrapy
-from tests.dnsserver import ScriptedDNS, installed
-from tests.server import Handler, Reply, Server, serve
+from tests.support.cli import crawl_args, scrapy
+from tests.support.dnsserver import ScriptedDNS, installed
+from tests.support.server import Handler, Reply, Server, serve
 from traverse_crawl.egress import rules as egress
 from traverse_crawl.egress.middleware import EgressGuardMiddleware
 from traverse_crawl.egress.resolver import PinnedResolver
 
-# -- a real DNS server on 127.0.0.1 (tests/dnsserver.py) ---------------------------------
+# -- a real DNS server on 127.0.0.1 (tests/support/dnsserver.py) ---------------------------------
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import socket
 
 import pytest_twisted
 
-from tests.server import Reply
+from tests.support.server import Reply
 
 
 def _close(handler) -> None:

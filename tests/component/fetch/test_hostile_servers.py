@@ -13,9 +13,9 @@ import brotli
 import pytest
 import pytest_twisted
 
-from tests.server import Reply
-from tests.test_fetch import sequence
-from tests.tlsserver import serve_tls
+from tests.component.fetch.test_polite_fetching import sequence
+from tests.support.server import Reply
+from tests.support.tlsserver import serve_tls
 from traverse_crawl.politeness.retry import parse_retry_after, retry_wait
 
 # -- decompression bombs are too-large (CONTRACT §2) ----------------------------------

@@ -7,7 +7,7 @@ import itertools
 
 import pytest_twisted
 
-from tests.server import Reply
+from tests.support.server import Reply
 
 
 def gaps(hits: list) -> list[float]:
@@ -151,7 +151,7 @@ async def test_retry_after_over_the_cap_falls_back_to_backoff(server, crawl):
     assert "snapshot" in result.manifest["pages"][0]["fetch"]
     assert server.count("/busy") == 2
     # The wait itself (the backoff, not Retry-After's 120 s) is a deterministic check:
-    # tests/test_component_redirect_retry.py::test_retry_after_or_the_backoff.
+    # tests/component/politeness/test_redirect_and_retry.py::test_retry_after_or_the_backoff.
 
 
 def chain(server, hops: int) -> None:

@@ -2,7 +2,7 @@
 
 A real server on loopback logs each request line's target as it arrived; the
 manifest's page ``url``, the snapshot's ``url``/``redirects``, the ``sourceRef``
-and that log must all show the same URL for every case of ``tests/tricky.py``.
+and that log must all show the same URL for every case of ``tests/support/tricky.py``.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from twisted.internet.address import IPv4Address
 from twisted.internet.interfaces import IHostnameResolver
 from zope.interface import implementer
 
-from tests.server import Reply, Server, serve
-from tests.sitemapsite import urlset
-from tests.tricky import (
+from tests.support.server import Reply, Server, serve
+from tests.support.sitemapsite import urlset
+from tests.support.tricky import (
     CASES,
     NEXT_TARGET,
     PAGE,

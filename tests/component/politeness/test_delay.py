@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from scrapy import Request
 
-from tests.components import ORIGIN, make_crawler, page_request
+from tests.support.components import ORIGIN, make_crawler, page_request
 from traverse_crawl.politeness import delay_middleware as politeness_module
 from traverse_crawl.politeness import delay_slot as politeslot
 from traverse_crawl.politeness.delay_middleware import PolitenessMiddleware

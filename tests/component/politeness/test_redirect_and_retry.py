@@ -6,7 +6,7 @@ import pytest
 from scrapy.exceptions import DownloadTimeoutError, IgnoreRequest
 from twisted.internet.error import ConnectionRefusedError as TxConnectionRefusedError
 
-from tests.components import (
+from tests.support.components import (
     ORIGIN,
     STALE,
     VALIDATORS,

@@ -12,7 +12,7 @@ import pytest_twisted
 from scrapy.exceptions import NotConfigured
 from twisted.internet import reactor
 
-from tests.components import (
+from tests.support.components import (
     ORIGIN,
     STALE,
     VALIDATORS,

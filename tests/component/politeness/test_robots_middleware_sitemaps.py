@@ -11,7 +11,7 @@ import pytest_twisted
 from scrapy import Request
 from scrapy.exceptions import NotConfigured
 
-from tests.components import ORIGIN, make_crawler, page_request, run
+from tests.support.components import ORIGIN, make_crawler, page_request, run
 from traverse_crawl.fetch.exceptions import PageFailed
 from traverse_crawl.politeness import robots
 from traverse_crawl.politeness.robots_middleware import RobotsMiddleware

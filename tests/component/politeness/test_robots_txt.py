@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import pytest_twisted
 
-from tests.server import Reply, Server
+from tests.support.server import Reply, Server
 
 UA = "TestBot/1.0 (+https://example.invalid/bot)"
 OBEY: dict[str, Any] = {"ROBOTSTXT_OBEY": True, "USER_AGENT": UA, "RETRY_TIMES": 0}

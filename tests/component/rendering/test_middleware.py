@@ -2,7 +2,7 @@
 
 The middleware marks rendered attempts, escalates a plain shell page to one
 rendered attempt, and turns what comes back into the page's outcome; Chromium
-only appears in tests/test_render.py.
+only appears in tests/component/rendering/test_rendered_crawls.py.
 """
 
 from __future__ import annotations
@@ -12,7 +12,15 @@ from scrapy import Request
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.misc import load_object
 
-from tests.components import ORIGIN, STALE, VALIDATORS, html, make_crawler, page_request, reply
+from tests.support.components import (
+    ORIGIN,
+    STALE,
+    VALIDATORS,
+    html,
+    make_crawler,
+    page_request,
+    reply,
+)
 from traverse_crawl.fetch.attempt import ATTEMPT_KEYS
 from traverse_crawl.fetch.exceptions import PageFailed
 from traverse_crawl.rendering.escalation import FINAL, REVALIDATE_WARNING

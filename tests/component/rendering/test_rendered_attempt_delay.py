@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest_twisted
 
-from tests.server import Handler, Reply
+from tests.support.server import Handler, Reply
 
 MIN_DELAY = 1.5
 

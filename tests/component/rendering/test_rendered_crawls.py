@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import pytest_twisted
 
-from tests.cli import crawl_args, scrapy
-from tests.server import Reply, Server, serve
+from tests.support.cli import crawl_args, scrapy
+from tests.support.server import Reply, Server, serve
 from traverse_crawl.errors import ConfigError
 
 ROBOTS = Reply(body="User-agent: *\nDisallow: /private", content_type="text/plain")

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest_twisted
 
-from tests.server import Server
-from tests.test_request_target import SETTINGS, check_tricky, recorded
-from tests.tricky import PAGE, leaf, tricky_site
+from tests.component.fetch.test_request_target import SETTINGS, check_tricky, recorded
+from tests.support.server import Server
+from tests.support.tricky import PAGE, leaf, tricky_site
 
 
 @pytest_twisted.ensureDeferred

@@ -17,7 +17,7 @@ from scrapy.utils.project import get_project_settings
 from twisted.internet.defer import Deferred
 
 from tests.conftest import base_settings
-from tests.server import Reply, Server
+from tests.support.server import Reply, Server
 from traverse_crawl.crawl.spider import TraverseSpider
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.fetch.urls import page_id

@@ -22,8 +22,8 @@ import pytest_twisted
 from scrapy import signals
 from scrapy.crawler import Crawler
 
-from tests.server import Server
-from tests.test_replay import site
+from tests.component.replay.test_offline_replay import site
+from tests.support.server import Server
 from traverse_crawl.fetch.urls import page_id
 from traverse_crawl.replay import middleware as replay_module
 from traverse_crawl.replay.middleware import ReplayMiddleware
@@ -69,7 +69,7 @@ def watched(reader: bool, **more: Any) -> dict[str, Any]:
     return {
         "TRAVERSE_MODE": "replay",
         "TRAVERSE_REPLAY_READER": reader,
-        "EXTENSIONS": {"tests.test_replay_reader.ReaderWatch": 900},
+        "EXTENSIONS": {"tests.component.replay.test_reader_process.ReaderWatch": 900},
         **more,
     }
 
@@ -209,7 +209,7 @@ async def test_large_pages_are_read_fewer_at_a_time(server, crawl, tmp_path, mon
             "TRAVERSE_MODE": "replay",
             "TRAVERSE_MAX_PAGES": 40,
             "TRAVERSE_MANIFEST_DIR": str(directory),
-            "EXTENSIONS": {"tests.test_replay_reader.AheadWatch": 900},
+            "EXTENSIONS": {"tests.component.replay.test_reader_process.AheadWatch": 900},
         }
         result = await crawl(settings=settings, url=url)
         assert result.stats["replay/served"] == 31

@@ -12,8 +12,8 @@ import io
 import logging
 from collections.abc import Iterator
 
-from tests.heapprobe import probed_crawl
-from tests.server import Server
+from tests.support.heapprobe import probed_crawl
+from tests.support.server import Server
 from traverse_crawl.runtime.log_level_extension import UnhandledRecordsSkipped, lowest_handled_level
 
 SITE = {"/index.html": '<a href="/a.html">a</a>', "/a.html": "<p>a</p>"}

@@ -6,8 +6,8 @@ import gzip
 
 import pytest_twisted
 
-from tests.server import Reply
-from tests.sitemapsite import index, listed, shop, urls_and_depths, urlset
+from tests.support.server import Reply
+from tests.support.sitemapsite import index, listed, shop, urls_and_depths, urlset
 
 ROBOTS = {"TRAVERSE_SITEMAPS": "robots"}
 AUTO = {"TRAVERSE_SITEMAPS": "auto"}

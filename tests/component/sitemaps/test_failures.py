@@ -10,10 +10,10 @@ from itertools import pairwise
 import pytest
 import pytest_twisted
 
-from tests.cli import crawl_args, scrapy
-from tests.server import Reply, Server, serve
-from tests.sitemapsite import XML, index, listed, shop, urls_and_depths, urlset
-from tests.test_crawl import random_delay_site, without_timestamps
+from tests.component.crawl.test_bfs_crawl import random_delay_site, without_timestamps
+from tests.support.cli import crawl_args, scrapy
+from tests.support.server import Reply, Server, serve
+from tests.support.sitemapsite import XML, index, listed, shop, urls_and_depths, urlset
 from traverse_crawl.sitemaps.requests import sitemap_id
 from traverse_crawl.snapshots.store import FilesystemSnapshotStore
 

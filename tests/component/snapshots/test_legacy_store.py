@@ -1,6 +1,6 @@
 """A store written before issue 11 still replays and revalidates (docs/snapshots.md).
 
-``tests/fixtures/legacy_store`` was captured by the pre-fix crawler: its snapshots
+``tests/support/fixtures/legacy_store`` was captured by the pre-fix crawler: its snapshots
 record the URLs Scrapy's ``Request`` made of the frontier's (``/dir/x`` for
 ``/dir/x?``, ``%7C`` for ``|``).
 """
@@ -16,11 +16,12 @@ from typing import Any
 import pytest
 import pytest_twisted
 
-from tests.server import Server, serve
-from tests.tricky import ETAG, PAGE, tricky_site
+from tests.support import FIXTURES
+from tests.support.server import Server, serve
+from tests.support.tricky import ETAG, PAGE, tricky_site
 from traverse_crawl.snapshots.revalidate_middleware import _same_url
 
-FIXTURE = Path(__file__).parent / "fixtures" / "legacy_store"
+FIXTURE = FIXTURES / "legacy_store"
 ORIGIN = "http://127.0.0.11:8811"  # where the fixture was captured
 SETTINGS = {"TRAVERSE_MAX_PAGES": 60, "TRAVERSE_MAX_DEPTH": 2}
 

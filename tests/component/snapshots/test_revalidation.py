@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest_twisted
 
-from tests.server import Handler, Reply, Server
+from tests.support.server import Handler, Reply, Server
 from traverse_crawl.fetch.urls import page_id
 from traverse_crawl.snapshots.store import FilesystemSnapshotStore
 

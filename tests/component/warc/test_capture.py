@@ -12,8 +12,8 @@ from typing import Any
 import pytest_twisted
 from warcio.archiveiterator import ArchiveIterator
 
-from tests.server import Handler, Reply, Server
-from tests.warctools import (
+from tests.support.server import Handler, Reply, Server
+from tests.support.warctools import (
     pywb,
     pywb_cdx,
     replayed,

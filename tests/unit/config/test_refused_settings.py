@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import pytest_twisted
 
-from tests.cli import crawl_args, scrapy
+from tests.support.cli import crawl_args, scrapy
 from traverse_crawl.config.scrapy_settings import check_scrapy_settings
 from traverse_crawl.config.settings import TraverseConfig
 from traverse_crawl.crawl.seeds import read_seeds

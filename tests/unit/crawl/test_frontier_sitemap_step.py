@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from tests.test_core_frontier import GRAPH, SEED, ok
+from tests.unit.crawl.test_frontier import GRAPH, SEED, ok
 from traverse_crawl.crawl.frontier import Frontier, Outcome
 from traverse_crawl.fetch import urls
 from traverse_crawl.jobdir import state as jobstate

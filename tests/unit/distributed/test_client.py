@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli import crawl_args, scrapy
-from tests.distributed_helpers import run_async
-from tests.redisserver import RedisServer, redis_server  # noqa: F401  (fixture)
-from tests.scrapyd_harness import free_port
+from tests.support.cli import crawl_args, scrapy
+from tests.support.distributed_helpers import run_async
+from tests.support.redisserver import RedisServer, redis_server  # noqa: F401  (fixture)
+from tests.support.scrapyd_harness import free_port
 from traverse_crawl.config.settings import TraverseConfig
 from traverse_crawl.distributed.client import (
     Keys,

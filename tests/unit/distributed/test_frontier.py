@@ -21,7 +21,7 @@ import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.redisserver import RedisServer
+from tests.support.redisserver import RedisServer
 from traverse_crawl.config.settings import TraverseConfig
 from traverse_crawl.crawl.frontier import Frontier, Outcome
 from traverse_crawl.crawl.seeds import Seed

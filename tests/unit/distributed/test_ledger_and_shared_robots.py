@@ -22,7 +22,7 @@ from scrapy.core.downloader import Downloader
 from scrapy.utils.test import get_crawler
 from twisted.internet.defer import Deferred
 
-from tests.redisserver import redis_server  # noqa: F401  (fixture)
+from tests.support.redisserver import redis_server  # noqa: F401  (fixture)
 from traverse_crawl.distributed.ledger import CLEARANCE, Ledger
 from traverse_crawl.distributed.ledger_slot import LedgerSlot
 from traverse_crawl.distributed.robots_share import SharedRobots
