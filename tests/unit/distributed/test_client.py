@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from tests.support.cli import crawl_args, scrapy
 from tests.support.distributed_helpers import run_async
 from tests.support.redisserver import RedisServer, redis_server  # noqa: F401  (fixture)
 from tests.support.scrapyd_harness import free_port
@@ -98,14 +95,3 @@ def test_retrying_gives_up_naming_redis_url() -> None:
 
     with pytest.raises(RedisLost, match=r"^REDIS_URL: lost Redis"):
         run_async(run())
-
-
-def test_crawl_refuses_unreachable_redis_and_jobdir(tmp_path: Path) -> None:
-    url = f"redis://127.0.0.1:{free_port()}/0"
-    base = ["crawl", "traverse", "-a", "url=http://127.0.0.1:1/", *crawl_args(tmp_path)]
-    result = scrapy(*base, "-s", f"REDIS_URL={url}")
-    assert result.returncode == 2
-    assert "REDIS_URL: cannot reach Redis at" in result.stderr
-    result = scrapy(*base, "-s", f"REDIS_URL={url}", "-s", f"JOBDIR={tmp_path / 'job'}")
-    assert result.returncode == 2
-    assert "JOBDIR/REDIS_URL: give one of them" in result.stderr
