@@ -8,7 +8,6 @@ name can "rebind" between two lookups the way an attacker's DNS would.
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 import warnings
 from collections.abc import Iterator
@@ -23,7 +22,6 @@ from twisted.internet import defer, reactor, task
 from twisted.internet.error import DNSLookupError
 from twisted.web.client import Agent, readBody
 
-from tests.support.cli import crawl_args, scrapy
 from tests.support.dnsserver import ScriptedDNS, installed
 from tests.support.server import Handler, Reply, Server, serve
 from traverse_crawl.egress import rules as egress
@@ -333,33 +331,3 @@ async def test_check_url_with_the_system_resolver():
     allowed, refused = await defer.Deferred.fromFuture(asyncio.ensure_future(both()))
     assert allowed is None
     assert refused is not None and refused.kind == "egress-denied"
-
-
-# -- the command line: Scrapy itself installs the pinning resolver ----------------------
-
-
-def test_scrapy_crawl_refuses_loopback_unless_its_origin_is_allowed(server, tmp_path):
-    server.site({"/": "<p>home</p>"})
-    url = server.url("/")
-
-    def run(name: str, *origins: str) -> tuple[Any, dict[str, Any]]:
-        feed = tmp_path / f"{name}.jsonl"
-        args = crawl_args(tmp_path / name, *origins)
-        done = scrapy("crawl", "traverse", "-a", f"url={url}", *args, "-O", str(feed))
-        assert done.returncode == 0, done.stderr
-        (item,) = [json.loads(line) for line in feed.read_text().splitlines()]
-        return done, item
-
-    refused, item = run("refused")
-    message = refusal(url, "127.0.0.1 is a loopback address")
-    assert item["fetch"] == {"error": {"kind": "egress-denied", "message": message}}
-    assert server.paths() == []
-    assert "'egress/denied': 1" in refused.stderr
-    # TWISTED_DNS_RESOLVER names PinnedResolver, so Scrapy installed it, not the guard.
-    assert "installed traverse_crawl.egress.resolver.PinnedResolver" not in refused.stderr
-    assert "ScrapyDeprecationWarning" not in refused.stderr
-
-    allowed, item = run("allowed", server.origin)
-    assert item["fetch"]["snapshot"]["url"] == url
-    assert server.count("/") == 1
-    assert "'egress/allowed_by_setting'" in allowed.stderr

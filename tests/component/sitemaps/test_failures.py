@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import json
 from collections.abc import Iterator
 from itertools import pairwise
 
@@ -11,7 +10,6 @@ import pytest
 import pytest_twisted
 
 from tests.component.crawl.test_bfs_crawl import random_delay_site, without_timestamps
-from tests.support.cli import crawl_args, scrapy
 from tests.support.server import Reply, Server, serve
 from tests.support.sitemapsite import XML, index, listed, shop, urls_and_depths, urlset
 from traverse_crawl.sitemaps.requests import sitemap_id
@@ -274,20 +272,3 @@ async def test_capture_then_replay_with_the_server_stopped(server, crawl, tmp_pa
     assert replayed["warnings"] == captured["warnings"] == []
     assert replay.stats["sitemap/fetched"] == 2
     assert "replay/miss" not in replay.stats
-
-
-def test_cli_crawl_reads_sitemaps_and_checks_the_setting(server, tmp_path):
-    u = server.url
-    shop(server, listed(server, "/sitemap.xml"), **{"sitemap.xml": urlset(u("/orphan1.html"))})
-    bad = scrapy("crawl", "traverse", "-a", f"url={u('/')}", *crawl_args(tmp_path, server.origin),
-                 "-s", "TRAVERSE_SITEMAPS=yes")  # fmt: skip
-    assert bad.returncode != 0
-    assert "error: TRAVERSE_SITEMAPS" in bad.stderr and "'auto'" in bad.stderr
-    assert server.hits == []
-    run = scrapy("crawl", "traverse", "-a", f"url={u('/')}", *crawl_args(tmp_path, server.origin),
-                 "-s", "TRAVERSE_SITEMAPS=robots", "-s", "TRAVERSE_MAX_DEPTH=1")  # fmt: skip
-    assert run.returncode == 0, run.stderr
-    (manifest_file,) = (tmp_path / "manifests").glob("*.json")
-    manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
-    assert [p["url"] for p in manifest["pages"]][3:] == [u("/orphan1.html")]
-    assert "'sitemap/fetched': 1" in run.stderr
