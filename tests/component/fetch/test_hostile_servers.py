@@ -16,7 +16,6 @@ import pytest_twisted
 from tests.component.fetch.test_polite_fetching import sequence
 from tests.support.server import Reply
 from tests.support.tlsserver import serve_tls
-from traverse_crawl.politeness.retry import parse_retry_after, retry_wait
 
 # -- decompression bombs are too-large (CONTRACT §2) ----------------------------------
 
@@ -45,12 +44,6 @@ async def test_decompression_bomb_is_too_large_and_not_retried(server, crawl, en
 
 
 # -- Retry-After that is not a number or a date means the normal backoff --------------
-
-
-@pytest.mark.parametrize("value", ["\xb2", "1\xb2", "\u0661", "soon", "Mon, 99 Foo 2026"])
-def test_unparsable_retry_after_is_ignored(value):
-    assert parse_retry_after(value) is None
-    assert retry_wait(1, 0.25, value, 30.0, lambda: 0.5) == 0.25
 
 
 @pytest_twisted.ensureDeferred
