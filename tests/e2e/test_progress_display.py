@@ -11,8 +11,6 @@ import sys
 
 from tests.support.cli import REPO, crawl_args, scrapy, scrapy_env
 from tests.support.server import Reply, Server
-from traverse_crawl.crawl.frontier import Frontier, Outcome
-from traverse_crawl.crawl.progress import SeedProgress, log_line
 
 LINE = re.compile(r"seed prog: (\d+)/30 pages, (\d+) queued, (\d+) errors, (\d+) pages/min")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -31,19 +29,6 @@ def args(server: Server, tmp_path, *extra: str) -> list[str]:
         *crawl_args(tmp_path, server.origin), "-s", "TRAVERSE_MAX_PAGES=30",
         "-s", "TRAVERSE_MIN_DELAY=0.1", *extra,
     ]  # fmt: skip
-
-
-def test_figures_count_errors_once_and_queued_within_the_budget():
-    frontier = Frontier("s", "https://h.test/", 3, 1, "live")
-    seed = SeedProgress(frontier)
-    frontier.admit()
-    links = [f"https://h.test/{i}" for i in range(5)]
-    frontier.record(0, Outcome({"snapshot": {}}, links=links))
-    frontier.record(1, Outcome({"error": {"kind": "network", "message": "x"}}))
-    figures = seed.figures()
-    assert (figures.recorded, figures.queued, figures.errors) == (2, 1, 1)
-    assert seed.figures().errors == 1  # counted once
-    assert log_line(figures, 12.4) == "seed s: 2/3 pages, 1 queued, 1 errors, 12 pages/min"
 
 
 def test_log_lines_every_logstats_interval_when_not_a_terminal(server, tmp_path):

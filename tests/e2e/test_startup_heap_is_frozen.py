@@ -16,7 +16,7 @@ import json
 
 from tests.support.heapprobe import probed_crawl
 from tests.support.server import Server
-from traverse_crawl.runtime.heap_extension import YOUNG_THRESHOLD, FrozenStartupHeap
+from traverse_crawl.runtime.heap_extension import YOUNG_THRESHOLD
 
 
 def test_startup_objects_are_frozen_during_the_crawl_only(server: Server, tmp_path):
@@ -35,21 +35,3 @@ def test_startup_objects_are_frozen_during_the_crawl_only(server: Server, tmp_pa
     # a process running another crawl leaks nothing.
     assert seen["frozen_after"] == 0, seen
     assert seen["threshold_after"] == default_threshold, seen
-
-
-def test_crawls_side_by_side_share_the_frozen_heap():
-    """Two crawls side by side in one process (a ``CrawlerProcess`` running two
-    spiders opens and closes the extension as below): the heap stays frozen and
-    tuned until the last one closes, then is as it was."""
-    before = (gc.get_threshold(), gc.get_freeze_count())
-    first, second = FrozenStartupHeap(), FrozenStartupHeap()
-    first.opened()
-    frozen = gc.get_freeze_count()
-    assert frozen > 0 and gc.get_threshold()[0] == max(YOUNG_THRESHOLD, before[0][0])
-    second.opened()
-    first.closed()
-    first.closed()  # a second close of the same crawl changes nothing
-    assert gc.get_freeze_count() >= frozen
-    assert gc.get_threshold()[0] == max(YOUNG_THRESHOLD, before[0][0])
-    second.closed()
-    assert (gc.get_threshold(), gc.get_freeze_count()) == before
