@@ -1,4 +1,4 @@
-"""A crash never leaves a snapshot file that does not parse (CONTRACT §4).
+"""A crash never leaves a snapshot file that does not parse.
 
 ``scrapy crawl traverse`` killed with SIGKILL in the middle of a large capture, then
 replayed (a store rewrite killed mid-write: tests/unit/snapshots).
