@@ -14,7 +14,6 @@ import pytest_twisted
 from tests.support.cli import scrapy
 from tests.support.server import Reply, Server
 from tests.support.warctools import PYWB_BIN, pywb, replayed, run, warcio_check, warcio_index
-from traverse_crawl.warc.surt import surt
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
 GZ_HTML = ("<p>" + "zipped " * 400 + '<a href="a.html">a</a></p>').encode()
@@ -154,18 +153,3 @@ def test_truncated_and_non_warc_files_import_what_they_can(server, tmp_path):
     assert f"{truncated}: skipped record at offset {png['offset']}:" in warnings[0]
     assert f"{not_warc}: skipped record at offset 0: not a WARC record" in warnings[1]
     assert len(list(store.rglob("*.json"))) == 1
-
-
-def test_surt_keys_equal_pywbs(tmp_path):
-    urls = [
-        "http://127.0.0.1:8080/a/b.html?b=2&a=1",
-        "https://www.Example.com/Path/",
-        "https://example.com:443/",
-        "http://www2.example.org:8000/x?Z=1&y",
-        "http://example.com/p;q?jsessionid=0123456789abcdef0123456789abcdef&k=v",
-    ]
-    script = (
-        "import json,sys; from surt import surt; print(json.dumps([surt(u) for u in sys.argv[1:]]))"
-    )
-    expected = json.loads(run(PYWB_BIN / "python", "-c", script, *urls))
-    assert [surt(u) for u in urls] == expected

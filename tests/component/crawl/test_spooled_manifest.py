@@ -4,27 +4,22 @@ The manifest a crawl writes is streamed from the spool: it must be exactly the
 bytes ``json.dump(manifest, indent=2, ensure_ascii=False)`` (the writer of
 earlier versions) makes of it, and its pages exactly the page objects the crawl
 built in memory (its items) — with errors, truncation, sitemaps, a stop and a
-resume, every page spilled to the spool file. A crash leaves nothing in the
-manifest directory: the spool file never has a name there.
+resume, every page spilled to the spool file.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_twisted
 
-from tests.support.jobdir_helpers import comparable, crawl_command, run, start, stop
+from tests.support.jobdir_helpers import comparable
 from tests.support.server import Reply
 from tests.support.sitemapsite import listed, shop, urlset
 from traverse_crawl.crawl import spool as pagelog
-from traverse_crawl.manifests.read import ManifestError, load_all
 
 
 @pytest.fixture(autouse=True)
@@ -99,43 +94,3 @@ async def test_a_stop_then_a_resume_write_streamed_manifests(server, crawl, tmp_
     built = {item["id"]: item for item in second.items}
     assert {p["id"]: p for p in resumed["pages"] if p["id"] in built} == built
     assert len(whole.items) == len(expected["pages"])
-
-
-def spool_links(pid: int, directory: Path) -> list[str]:
-    """The process's open files in ``directory`` (an unlinked one reads "... (deleted)")."""
-    fds = Path(f"/proc/{pid}/fd")
-    targets = []
-    for fd in fds.iterdir():
-        try:
-            targets.append(os.readlink(fd))
-        except OSError:
-            continue
-    return [t for t in targets if t.startswith(str(directory) + "/")]
-
-
-def test_a_crash_leaves_nothing_that_a_later_run_takes_for_a_manifest(server, tmp_path):
-    links = "".join(f'<a href="/p{i}">{i}</a>' for i in range(320))
-    slow = {f"/p{i}": Reply(body=f"<p>page {i}</p>", delay=0.02) for i in range(320)}
-    server.site({"/": links, **slow})
-    manifests = (tmp_path / "manifests").resolve()
-    command = crawl_command(server, tmp_path, "-s", "CONCURRENT_REQUESTS=4")
-    proc = start(command)  # the pages spill every ~50 pages (32 KB)
-    try:
-        deadline = time.monotonic() + 60
-        while not spool_links(proc.pid, manifests) and proc.poll() is None:
-            assert time.monotonic() < deadline, "no spool file was ever opened"
-            time.sleep(0.005)
-        open_files = spool_links(proc.pid, manifests)
-        assert open_files and all(t.endswith("(deleted)") for t in open_files), open_files
-        assert os.listdir(manifests) == []  # the spool has no name in the directory
-    finally:
-        stop(proc, signal.SIGKILL)
-    assert proc.returncode == -signal.SIGKILL
-    assert os.listdir(manifests) == []
-    with pytest.raises(ManifestError, match="holds no manifest"):
-        load_all([str(manifests)])
-    done = run(command)
-    assert done.returncode == 0, done.stderr[-2000:]
-    (loaded,) = load_all([str(manifests)])
-    assert len(loaded.data["pages"]) == 321
-    assert os.listdir(manifests) == [Path(loaded.path).name]
