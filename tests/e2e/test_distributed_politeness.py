@@ -24,6 +24,8 @@ from tests.support.cli import REPO, crawl_args, scrapy_env
 from tests.support.redisserver import RedisServer, redis_server  # noqa: F401  (fixture)
 from tests.support.server import Handler, Hit, Reply, Server, serve
 
+pytestmark = pytest.mark.redis
+
 DELAY = 0.2
 # The server stamps a request's end when its handler thread has written the
 # response, which on a loaded machine can come a little after the worker has

@@ -13,6 +13,8 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from tests.support.cli import REPO, crawl_args, scrapy, scrapy_env
 from tests.support.distributed_site import (
     MAX_PAGES,
@@ -30,6 +32,8 @@ from tests.support.distributed_site import (
 )
 from tests.support.jobdir_helpers import page_hits, stop
 from tests.support.redisserver import RedisServer, redis_server  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.redis
 
 
 def each_page_once(servers) -> None:

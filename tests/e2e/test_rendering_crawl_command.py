@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.component.rendering.test_rendered_crawls import shell_site
 from tests.support.cli import crawl_args, scrapy
 
@@ -25,6 +27,7 @@ def test_scrapy_crawl_with_a_missing_browser_exits_non_zero_naming_it(server, tm
     assert not list((tmp_path / "manifests").glob("*.json"))
 
 
+@pytest.mark.browser
 def test_scrapy_crawl_renders_with_the_system_chromium(server, tmp_path: Path):
     shell_site(server)
     out = tmp_path / "pages.jsonl"

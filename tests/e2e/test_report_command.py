@@ -99,6 +99,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.browser
 def test_demo_report_in_chromium_offline_is_complete_and_not_blank(demo):
     (manifest,) = (demo / "manifests-capture").glob("*.json")
     pages = json.loads(manifest.read_text())["pages"]
@@ -149,6 +150,7 @@ def test_demo_report_in_chromium_offline_is_complete_and_not_blank(demo):
     assert found["treeWidth"] > 300
 
 
+@pytest.mark.browser
 def test_a_url_with_script_is_text_in_the_browser(tmp_path):
     hostile = '<script>document.title="owned"</script>'
     seed = f"http://127.0.0.1:9/{hostile}"

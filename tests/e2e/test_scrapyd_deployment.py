@@ -127,6 +127,7 @@ def test_scrapy_cfg_deploy_target() -> None:
     assert cfg["deploy"]["project"] == PROJECT
 
 
+@pytest.mark.scrapyd
 def test_deploy_answer_spiders_and_auth(scrapyd: Scrapyd) -> None:
     answer = scrapyd.deployed
     assert answer["status"] == "ok", answer
@@ -140,6 +141,7 @@ def test_deploy_answer_spiders_and_auth(scrapyd: Scrapyd) -> None:
     assert scrapyd.status_code("daemonstatus.json", auth=True) == 200
 
 
+@pytest.mark.scrapyd
 def test_egg_carries_code_package_data_and_settings_entry_point(scrapyd: Scrapyd) -> None:
     egg = scrapyd.egg_path(VERSION)
     assert egg.exists(), sorted(p.name for p in egg.parent.glob("*"))
@@ -169,6 +171,7 @@ def test_egg_carries_code_package_data_and_settings_entry_point(scrapyd: Scrapyd
 # -- jobs ------------------------------------------------------------------------
 
 
+@pytest.mark.scrapyd
 def test_capture_then_replay_through_scrapyd(scrapyd: Scrapyd, tmp_path: Path) -> None:
     store, captured, replayed, cli = (
         tmp_path / "store",
@@ -258,6 +261,7 @@ def test_capture_then_replay_through_scrapyd(scrapyd: Scrapyd, tmp_path: Path) -
     assert_clean_log(scrapyd, replay)
 
 
+@pytest.mark.scrapyd
 def test_invalid_setting_fails_the_job_naming_the_setting(scrapyd: Scrapyd, tmp_path: Path) -> None:
     with serving() as server:
         site(server)
@@ -286,6 +290,7 @@ def test_invalid_setting_fails_the_job_naming_the_setting(scrapyd: Scrapyd, tmp_
     assert scrapyd.job_items(jobid) == []
 
 
+@pytest.mark.scrapyd
 def test_refused_addresses_are_egress_denied_under_scrapyd(
     scrapyd: Scrapyd, tmp_path: Path
 ) -> None:
@@ -330,6 +335,7 @@ def test_refused_addresses_are_egress_denied_under_scrapyd(
     assert job_agents == [], f"a job reached scrapyd itself: {job_agents}"
 
 
+@pytest.mark.scrapyd
 def test_relative_store_and_manifest_dirs_resolve_against_scrapyd_cwd(scrapyd: Scrapyd) -> None:
     """The defaults are relative: a job writes them under scrapyd's working directory."""
     with serving() as server:
@@ -347,6 +353,7 @@ def test_relative_store_and_manifest_dirs_resolve_against_scrapyd_cwd(scrapyd: S
     assert not list((ROOT / ".traverse" / "manifests").glob("relative-paths-*.json"))
 
 
+@pytest.mark.scrapyd
 def test_a_cancelled_job_with_a_jobdir_resumes_when_scheduled_again(
     scrapyd: Scrapyd, tmp_path: Path
 ) -> None:
@@ -386,6 +393,8 @@ def test_a_cancelled_job_with_a_jobdir_resumes_when_scheduled_again(
         assert sorted(paths) == sorted(set(paths)), "a page was fetched twice"
 
 
+@pytest.mark.scrapyd
+@pytest.mark.redis
 def test_two_scrapyd_jobs_are_workers_of_one_distributed_crawl(
     scrapyd: Scrapyd,
     redis_server: RedisServer,  # noqa: F811  (the fixture)

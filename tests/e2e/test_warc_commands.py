@@ -9,6 +9,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 import pytest_twisted
 
 from tests.support.cli import scrapy
@@ -48,6 +49,7 @@ async def replay(crawl: Any, store: Path, url: str, source_id: str) -> dict[str,
     return (await crawl(settings=settings, url=url, source_id=source_id)).manifest
 
 
+@pytest.mark.pywb
 @pytest_twisted.ensureDeferred
 async def test_export_import_replay_gives_the_capture_manifest(server, crawl, tmp_path):
     site(server)
@@ -71,6 +73,7 @@ async def test_export_import_replay_gives_the_capture_manifest(server, crawl, tm
         assert replayed(prefix, server.url("/gz.html")) == (200, GZ_HTML)
 
 
+@pytest.mark.pywb
 @pytest_twisted.ensureDeferred
 async def test_wacz_opens_in_pywb_and_imports_back(server, crawl, tmp_path):
     site(server)

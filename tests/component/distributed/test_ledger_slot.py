@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from scrapy import Request, Spider
 from scrapy.core.downloader import Downloader
 from scrapy.utils.test import get_crawler
@@ -14,6 +15,8 @@ from twisted.internet.defer import Deferred
 from tests.support.redisserver import redis_server  # noqa: F401  (fixture)
 from tests.unit.distributed.test_ledger_and_shared_robots import ORIGIN, clients, ledger, on_asyncio
 from traverse_crawl.distributed.ledger_slot import LedgerSlot
+
+pytestmark = pytest.mark.redis
 
 
 @on_asyncio

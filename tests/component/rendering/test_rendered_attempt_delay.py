@@ -6,9 +6,12 @@ server's own timestamps.
 
 from __future__ import annotations
 
+import pytest
 import pytest_twisted
 
 from tests.support.server import Handler, Reply
+
+pytestmark = pytest.mark.browser
 
 MIN_DELAY = 1.5
 

@@ -15,7 +15,8 @@ import pytest
 import pytest_twisted
 
 from tests.support.server import Reply, Server, serve
-from traverse_crawl.errors import ConfigError
+
+pytestmark = pytest.mark.browser
 
 ROBOTS = Reply(body="User-agent: *\nDisallow: /private", content_type="text/plain")
 LONG_TEXT = "This page is ordinary server-rendered HTML with plenty of visible text. " * 12
@@ -120,17 +121,6 @@ async def test_always_warns_that_revalidation_and_retries_do_not_apply(server, c
     with server.lock:
         rendered_hit = [h for h in server.hits if h.path == "/a.html"][-1]
     assert "if-none-match" not in {name.lower() for name in rendered_hit.headers}
-
-
-@pytest_twisted.ensureDeferred
-async def test_never_starts_no_browser_and_records_no_escalation(server, crawl):
-    server.site({"/a.html": '<a href="b.html">b</a>', "/b.html": "<p>b</p>"})
-    result = await crawl(url=server.url("/a.html"))
-    pages = result.manifest["pages"]
-    assert len(pages) == 2
-    assert all("renderEscalation" not in p["fetch"] for p in pages)
-    assert all("rendered" not in p["fetch"]["snapshot"] for p in pages)
-    assert not [key for key in result.stats if key.startswith(("playwright/", "render/"))]
 
 
 # -- on-shell-warning -------------------------------------------------------------------
@@ -487,7 +477,7 @@ async def test_politeness_spaces_rendered_pages(server, crawl):
         assert after.start - before.end >= 0.29
 
 
-# -- replay and start-up ---------------------------------------------------------------
+# -- replay ----------------------------------------------------------------------------
 
 
 @pytest_twisted.ensureDeferred
@@ -519,28 +509,3 @@ async def test_rendered_snapshots_replay_without_a_browser(server, crawl):
         assert page["fetch"]["snapshot"]["rendered"] is True
         assert page["fetch"]["snapshot"]["fromCache"] is True
     assert not [key for key in replayed.stats if key.startswith("playwright/")]
-
-
-@pytest_twisted.ensureDeferred
-async def test_missing_browser_stops_an_in_process_crawl_before_any_request(server, crawl):
-    server.site({"/a.html": "<p>a</p>"})
-    with pytest.raises(ConfigError, match="/nonexistent/chrome"):
-        await crawl(
-            settings={
-                "TRAVERSE_RENDER": "on-shell-warning",
-                "PLAYWRIGHT_LAUNCH_OPTIONS": {"executable_path": "/nonexistent/chrome"},
-            },
-            url=server.url("/a.html"),
-        )
-    assert server.paths() == []
-
-
-@pytest_twisted.ensureDeferred
-async def test_invalid_wait_for_selector_is_a_start_up_error(server, crawl):
-    server.site({"/a.html": "<p>a</p>"})
-    with pytest.raises(ConfigError, match="TRAVERSE_RENDER_WAIT_FOR"):
-        await crawl(
-            settings={"TRAVERSE_RENDER": "always", "TRAVERSE_RENDER_WAIT_FOR": "div[[oops"},
-            url=server.url("/a.html"),
-        )
-    assert server.paths() == []

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import pytest_twisted
 
 from tests.component.fetch.test_request_target import SETTINGS, check_tricky, recorded
 from tests.support.server import Server
 from tests.support.tricky import PAGE, leaf, tricky_site
+
+pytestmark = pytest.mark.browser
 
 
 @pytest_twisted.ensureDeferred

@@ -9,6 +9,7 @@ import time
 from collections import Counter
 from typing import Any
 
+import pytest
 import pytest_twisted
 from warcio.archiveiterator import ArchiveIterator
 
@@ -56,6 +57,7 @@ def assert_exchanges_paired(records: list[dict[str, str]]) -> None:
             assert answer["warc-target-uri"] == record["warc-target-uri"]
 
 
+@pytest.mark.pywb
 @pytest_twisted.ensureDeferred
 async def test_capture_writes_valid_warc_that_pywb_replays(server, crawl, tmp_path):
     site(server)
@@ -169,6 +171,7 @@ GZ_APP = gzip.compress(APP)
 PDF = b"%PDF-1.4\n" + bytes(range(256))
 
 
+@pytest.mark.browser
 @pytest_twisted.ensureDeferred
 async def test_rendered_page_is_written_as_the_navigation_response(server, crawl, tmp_path):
     server.site(

@@ -60,6 +60,7 @@ def test_password_never_shown() -> None:
     assert redact("redis://h:1/0") == "redis://h:1/0"
 
 
+@pytest.mark.redis
 def test_connect_to_a_real_server(redis_server: RedisServer) -> None:  # noqa: F811
     async def run() -> str:
         conn = await connect({"REDIS_URL": redis_server.url})

@@ -30,6 +30,8 @@ from traverse_crawl.distributed.client import Keys
 from traverse_crawl.distributed.frontier import join_sync, manifest_of, parse_tasks
 from traverse_crawl.jobdir.state import page_record
 
+pytestmark = pytest.mark.redis
+
 SITE = "http://site.test"
 
 

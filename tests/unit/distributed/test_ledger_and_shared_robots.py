@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from typing import Any
 
+import pytest
 import pytest_twisted
 import redis.asyncio
 from twisted.internet.defer import Deferred
@@ -23,6 +24,8 @@ from tests.support.redisserver import redis_server  # noqa: F401  (fixture)
 from traverse_crawl.distributed.ledger import CLEARANCE, Ledger
 from traverse_crawl.distributed.robots_share import SharedRobots
 from traverse_crawl.politeness.robots import RobotsFetch
+
+pytestmark = pytest.mark.redis
 
 ORIGIN = "http://a.test"
 PREFIX = "traverse:test:"

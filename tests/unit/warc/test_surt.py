@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.support.warctools import PYWB_BIN, run
 from traverse_crawl.warc.surt import surt
+
+pytestmark = pytest.mark.pywb
 
 
 def test_surt_keys_equal_pywbs(tmp_path):
