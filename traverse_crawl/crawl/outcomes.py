@@ -11,6 +11,7 @@ from typing import Any
 from scrapy.http import Response
 
 from traverse_crawl.errors import FetchError
+from traverse_crawl.meta_keys import HINT, PAGE_ID, REDIRECTS, RENDER_ESCALATION, WARNINGS
 from traverse_crawl.snapshots import model as snap
 
 
@@ -33,15 +34,13 @@ def snapshot_of(response: Response) -> dict[str, Any] | FetchError:
     if rendered:
         header = "text/html; charset=utf-8"
     return snap.build_snapshot(
-        source_id=meta["traverse_page_id"],
+        source_id=meta[PAGE_ID],
         url=response.url,
         status=status,
-        content_type="html"
-        if rendered
-        else snap.resolve_content_type(header, meta.get("traverse_hint")),
+        content_type="html" if rendered else snap.resolve_content_type(header, meta.get(HINT)),
         raw_body=response.body,
         content_type_header=header,
-        redirects=meta.get("traverse_redirects"),
+        redirects=meta.get(REDIRECTS),
         etag=_header(response, b"ETag"),
         last_modified=_header(response, b"Last-Modified"),
         rendered=rendered,
@@ -63,8 +62,8 @@ def fetch_record(meta: dict[str, Any], result: dict[str, Any] | FetchError) -> d
         if isinstance(result, FetchError)
         else {"snapshot": snap.manifest_view(result)}
     )
-    if meta.get("traverse_warnings"):
-        fetch["warnings"] = list(meta["traverse_warnings"])
-    if "traverse_render_escalation" in meta:
-        fetch["renderEscalation"] = meta["traverse_render_escalation"]
+    if meta.get(WARNINGS):
+        fetch["warnings"] = list(meta[WARNINGS])
+    if RENDER_ESCALATION in meta:
+        fetch["renderEscalation"] = meta[RENDER_ESCALATION]
     return fetch
