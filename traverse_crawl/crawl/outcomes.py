@@ -13,9 +13,10 @@ from scrapy.http import Response
 from traverse_crawl.errors import FetchError
 from traverse_crawl.meta_keys import HINT, PAGE_ID, REDIRECTS, RENDER_ESCALATION, WARNINGS
 from traverse_crawl.snapshots import model as snap
+from traverse_crawl.snapshots.model import Snapshot
 
 
-def snapshot_of(response: Response) -> dict[str, Any] | FetchError:
+def snapshot_of(response: Response) -> Snapshot | FetchError:
     """The page's snapshot from a final response, or its ``http-error`` (SPEC §13.4)."""
     status = response.status
     if status == 304:
@@ -54,7 +55,7 @@ def _header(response: Response, name: bytes) -> str | None:
     return value.decode("latin-1")
 
 
-def fetch_record(meta: dict[str, Any], result: dict[str, Any] | FetchError) -> dict[str, Any]:
+def fetch_record(meta: dict[str, Any], result: Snapshot | FetchError) -> dict[str, Any]:
     """The page's ``fetch`` object (CONTRACT §3): its snapshot or its error, then
     the warnings and the render escalation when there are any."""
     fetch: dict[str, Any] = (

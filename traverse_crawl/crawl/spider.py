@@ -52,6 +52,7 @@ from traverse_crawl.replay.reader_process import PageWork
 from traverse_crawl.signals import seed_finished
 from traverse_crawl.sitemaps.requests import SitemapReader
 from traverse_crawl.snapshots import model as snap
+from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.snapshots.source_ref import build_source_ref
 from traverse_crawl.stats import inc
 
@@ -190,9 +191,9 @@ class TraverseSpider(Spider):
 
     async def _outcome(
         self, frontier: Frontier, index: int, response: Response
-    ) -> tuple[Outcome, dict[str, Any] | None]:
+    ) -> tuple[Outcome, Snapshot | None]:
         meta = response.meta
-        snapshot = meta.get(SNAPSHOT) or snapshot_of(response)
+        snapshot: Snapshot | FetchError = meta.get(SNAPSHOT) or snapshot_of(response)
         if isinstance(snapshot, FetchError):
             return Outcome(fetch_record(meta, snapshot)), None
         links: list[str] = []
@@ -221,9 +222,7 @@ class TraverseSpider(Spider):
         )
         return outcome, snapshot
 
-    async def _links(
-        self, snapshot: dict[str, Any], origin: str, meta: dict[str, Any]
-    ) -> list[str]:
+    async def _links(self, snapshot: Snapshot, origin: str, meta: dict[str, Any]) -> list[str]:
         """Link discovery, bounded (issue 10). A large page is parsed in a worker
         thread (lxml releases the GIL while it parses), so other seeds' requests
         and a stop signal go on meanwhile; a small one is not worth the hop."""
@@ -274,7 +273,7 @@ class TraverseSpider(Spider):
         self._check_finished(key)
 
     def _finish(
-        self, key: int, index: int, outcome: Outcome, snapshot: dict[str, Any] | None = None
+        self, key: int, index: int, outcome: Outcome, snapshot: Snapshot | None = None
     ) -> Iterator[Any]:
         frontier = self.frontiers[key]
         inc(self.crawler.stats, "frontier/pages")

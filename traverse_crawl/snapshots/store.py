@@ -34,7 +34,7 @@ import math
 import os
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 from traverse_crawl.snapshots.file_text import encode as encode
 from traverse_crawl.snapshots.file_text import serialize as serialize
@@ -140,7 +140,7 @@ def check_snapshot_text(text: str) -> Snapshot | str:
     redirects = data.get("redirects", [])
     if not isinstance(redirects, list) or not all(isinstance(r, str) for r in redirects):
         return "redirects is not a list of strings"
-    return data
+    return cast(Snapshot, data)
 
 
 # -- order -----------------------------------------------------------------------
