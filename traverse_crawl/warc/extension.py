@@ -53,10 +53,10 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 
-from traverse_crawl import __version__
 from traverse_crawl.config.settings import get_config
 from traverse_crawl.meta_keys import PAGE_ID, REVALIDATE_PRIOR, REVALIDATE_SENT, WARC_NAVIGATION
 from traverse_crawl.stats import inc
+from traverse_crawl.version import __version__
 from traverse_crawl.warc import records as warc
 from traverse_crawl.warc.export import metadata_fields
 from traverse_crawl.warc.writer import Exchange, Metadata, RawHeaders, WriterProcess
