@@ -35,6 +35,7 @@ def test_the_wheel_holds_every_module_py_typed_and_the_demo_site(tmp_path):
             "pip",
             "wheel",
             "--no-deps",
+            "--no-build-isolation",
             "-q",
             "-w",
             str(tmp_path / "dist"),
