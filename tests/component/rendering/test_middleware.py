@@ -23,7 +23,8 @@ from tests.support.components import (
 )
 from traverse_crawl.fetch.attempt import ATTEMPT_KEYS
 from traverse_crawl.fetch.exceptions import PageFailed
-from traverse_crawl.rendering.escalation import FINAL, REVALIDATE_WARNING
+from traverse_crawl.meta_keys import RENDER_FINAL
+from traverse_crawl.rendering.escalation import REVALIDATE_WARNING
 from traverse_crawl.rendering.middleware import RenderMiddleware
 from traverse_crawl.rendering.pageguard import GUARDS
 
@@ -89,7 +90,7 @@ def test_on_shell_warning_sends_the_plain_attempt_first(render):
 def test_a_shell_is_escalated_to_one_rendered_attempt_that_starts_afresh(render):
     mw, crawler = render("on-shell-warning")
     # What a retried plain attempt leaves (its outcome is not settled: no FINAL).
-    left = {key: value for key, value in STALE.items() if key != FINAL}
+    left = {key: value for key, value in STALE.items() if key != RENDER_FINAL}
     request = page_request(headers=VALIDATORS, traverse_warnings=["w"], **left)
     new = mw.process_response(request, html(request, SHELL))
     assert isinstance(new, Request)
