@@ -16,7 +16,7 @@ import sys
 import zipfile
 
 import traverse_crawl
-from tests.cli import REPO
+from tests.support.cli import REPO
 
 PACKAGE = REPO / "traverse_crawl"
 

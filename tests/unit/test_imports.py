@@ -24,7 +24,7 @@ SCRAPY_STACK = ("scrapy", "twisted", "playwright", "scrapy_playwright")
 # module of the package is pure: it imports nothing of SCRAPY_STACK, and of the
 # package only other pure modules. A new module is pure unless it is named here.
 # The package itself names the public API, adapters included (imported only when a
-# name is used: tests/test_public_api.py), so no module of the package imports it.
+# name is used: tests/unit/test_public_api.py), so no module of the package imports it.
 ADAPTERS = frozenset({PACKAGE}) | frozenset(
     f"{PACKAGE}.{name}"
     for name in """

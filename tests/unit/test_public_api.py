@@ -14,7 +14,7 @@ import sys
 import pytest
 
 import traverse_crawl
-from tests.cli import REPO
+from tests.support.cli import REPO
 from traverse_crawl.snapshots.model import build_snapshot
 from traverse_crawl.snapshots.writer_process import LENGTH, frame
 from traverse_crawl.utils.framed_pipe import package_command
