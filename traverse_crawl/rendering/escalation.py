@@ -1,10 +1,8 @@
-"""The render policy's pure parts: meta keys, the ``renderEscalation`` record, the warnings.
+"""The render policy's pure parts: the ``renderEscalation`` record and the render warnings.
 
 ``judge()`` decides what the response of a rendered attempt means, so each branch
 is tested without a browser; ``escalation()`` builds the manifest's
-``fetch.renderEscalation`` (docs/rendering.md). The meta keys are shared by the render
-middleware and the page guard, so neither imports the other for them.
-Imports nothing from Scrapy.
+``fetch.renderEscalation`` (docs/rendering.md). Imports nothing from Scrapy.
 """
 
 from __future__ import annotations
@@ -15,17 +13,6 @@ from typing import Any, Literal
 from traverse_crawl.errors import ErrorKind, FetchError
 from traverse_crawl.rendering import shell
 from traverse_crawl.snapshots.model import decode_text, resolve_content_type
-
-# Meta keys of a rendered page request (docs/rendering.md).
-RENDER = "traverse_render"
-FALLBACK = "traverse_render_fallback"
-FINAL = "traverse_render_final"
-ESCALATION = "traverse_render_escalation"
-# Set by the page guard (the browser side), read by the render middleware.
-GUARD_KEY = "traverse_render_guard"
-HANDOFF = "traverse_render_handoff"
-DENIED = "traverse_render_denied"
-FAILED = "traverse_render_failed"
 
 Outcome = Literal["not-needed", "rendered", "render-failed-fallback"]
 
