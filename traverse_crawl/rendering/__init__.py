@@ -10,6 +10,6 @@
 - ``pageguard``: the browser side, answering every request a rendered page makes;
 - ``response``: responses kept in meta as data, the rendered DOM as UTF-8 HTML.
 
-The pure parts (meta keys, the ``renderEscalation`` record, SPEC §4's warnings)
+The pure parts (the ``renderEscalation`` record, SPEC §4's warnings)
 are in ``traverse_crawl.rendering.escalation``; the shell heuristic in ``core.shell``.
 """
