@@ -74,7 +74,7 @@ class DisallowAll:
         return False
 
 
-# -- Traverse's minimal matcher (docs/robots.md, "The traverse matcher") --------
+# -- Traverse's minimal matcher (docs/robots.md, "The `traverse` matcher") --------
 # Hand-written because no library has its group rules: only Allow/Disallow close
 # an agent list, and an agent matches a token that is a prefix of it, or the
 # other way round. Plain case-sensitive prefixes, the longest wins, Allow wins a
