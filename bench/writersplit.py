@@ -39,7 +39,7 @@ def _variant(bench: Bench, name: str) -> Path:
     """A copy of the package whose writer process runs ``VARIANTS[name]`` instead of writing."""
     root = bench.scratch / ("variant-" + name.replace(", ", "-").replace(" ", "-"))
     shutil.copytree(REPO / "traverse_crawl", root / "traverse_crawl")
-    child = root / "traverse_crawl" / "core" / "snapshotchild.py"
+    child = root / "traverse_crawl" / "snapshots" / "writer_process.py"
     text = child.read_text(encoding="utf-8")
     if text.count(CALL) != 1:
         raise SystemExit(f"writersplit: {child} no longer calls write_batch as {CALL.strip()!r}")
