@@ -1,4 +1,4 @@
-"""Scrapy settings of the traverse_crawl project (CONTRACT §2).
+"""Scrapy settings of the traverse_crawl project (docs/settings.md).
 
 Every setting traverse_crawl reads — the TRAVERSE_* ones and the Scrapy ones whose
 project default differs from Scrapy's (``USER_AGENT``, ``ROBOTSTXT_OBEY``,
@@ -24,7 +24,7 @@ METAREFRESH_ENABLED = False
 DEFAULT_REQUEST_HEADERS = {"Accept": "text/html,application/xhtml+xml,text/plain,*/*"}
 
 # The frontier deduplicates on WHATWG hrefs with the query verbatim; Scrapy's
-# fingerprint sorts query parameters (SPEC §17b), so every request is dont_filter.
+# fingerprint sorts query parameters (canonicalize_url), so every request is dont_filter.
 # Fairness between origins: the scheduler hands out requests of the origin slot
 # with the fewest active downloads, so one slow origin never starves another.
 # JOBDIR holds the frontier's journal only (traverse_crawl/jobdir/pipeline.py): the
@@ -64,7 +64,8 @@ SPIDER_MIDDLEWARES = {
 }
 
 # Downloader middlewares, in process_request order. Ours replace the built-ins
-# that do the same job (STYLE §4); process_response runs bottom-up.
+# that do the same job (each built-in mapped to None, its priority taken);
+# process_response runs bottom-up.
 #
 #   10  TypedFailureMiddleware  every failed request's exception carries its FetchError
 #   20  CaptureMiddleware       page ids for any request; each final response's
@@ -104,8 +105,9 @@ DOWNLOADER_MIDDLEWARES = {
 }
 
 # The request target sent is the WHATWG URL's path and query byte for byte
-# (issue 11): Scrapy's HTTP/1.1 handler, minus Twisted's urllib re-serialisation,
-# with a cap on response header size (TRAVERSE_MAX_HEADER_SIZE, issue 10).
+# (docs/architecture.md, "URLs on the wire"): Scrapy's HTTP/1.1 handler, minus
+# Twisted's urllib re-serialisation, with a cap on response header size
+# (TRAVERSE_MAX_HEADER_SIZE).
 # The render add-on swaps in its subclass of scrapy-playwright's handler.
 DOWNLOAD_HANDLERS = {
     "http": "traverse_crawl.fetch.request.ExactTargetDownloadHandler",
@@ -145,14 +147,15 @@ EXTENSIONS_BASE = {
     if name != "scrapy.extensions.remote_control.RemoteControl"
 }
 EXTENSIONS = {
-    # Start-up objects to the permanent generation (GC pauses of 50-250 ms, issue 17);
+    # Start-up objects to the permanent generation (full collections paused the
+    # crawl for 50-250 ms, emptying every download place at high latency);
     # before CoreStats (0), so its full collection is not in the crawl's elapsed time.
     "traverse_crawl.runtime.heap_extension.FrozenStartupHeap": -10,
     # The root logger at what its handlers take: no LogRecord built for a dropped
-    # debug line (issue 17).
+    # debug line.
     "traverse_crawl.runtime.log_level_extension.UnhandledRecordsSkipped": -5,
     # A freed download place refilled in the turn its response arrives, not on the
-    # engine's next-turn timer (issue 17: latency).
+    # engine's next-turn timer, behind that turn's page work.
     "traverse_crawl.runtime.refill_extension.RefillAtResponse": 0,
     # TRAVERSE_WARC_DIR: every exchange of a capture also goes to WARC files.
     "traverse_crawl.warc.extension.WarcWriterExtension": 500,

@@ -18,8 +18,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from tests.cli import crawl_args, scrapy, scrapy_env
-from tests.server import Handler, Reply, Server
+from tests.support.cli import crawl_args, scrapy, scrapy_env
+from tests.support.server import Handler, Reply, Server
 from traverse_crawl.snapshots.source_ref import parse_source_ref
 from traverse_crawl.snapshots.store import FilesystemSnapshotStore
 

@@ -28,11 +28,6 @@ from traverse_crawl.stats import inc
 
 logger = logging.getLogger(__name__)
 
-# Meta keys of a page request, set by the capture middleware.
-PAGE_ID = "traverse_page_id"  # the store key (the spider sets it for frontier pages)
-SOURCE_REF = "traverse_source_ref"  # the sourceRef of the response's snapshot
-WRITE = "traverse_snapshot_write"  # capture: the ``Write`` of the response's snapshot
-
 # An item that waits for a write; ``Failed`` is told why a write failed.
 Failed = Callable[[Any, str], None]
 

@@ -26,16 +26,19 @@ from scrapy.http import Response
 
 from traverse_crawl.config.settings import get_config
 from traverse_crawl.errors import FetchError
-from traverse_crawl.fetch.attempt import REPLAY_WORK, SNAPSHOT
-from traverse_crawl.snapshots import model as snap
-from traverse_crawl.snapshots.capture import (
+from traverse_crawl.meta_keys import (
+    HINT,
     PAGE_ID,
+    REDIRECTS,
+    REPLAY_WORK,
+    ROBOTS,
+    SITEMAP_ID,
+    SNAPSHOT,
+    SNAPSHOT_WRITE,
     SOURCE_REF,
-    WRITE,
-    Capture,
-    capture_of,
-    request_page_id,
 )
+from traverse_crawl.snapshots import model as snap
+from traverse_crawl.snapshots.capture import Capture, capture_of, request_page_id
 from traverse_crawl.snapshots.source_ref import build_source_ref
 
 
@@ -65,7 +68,7 @@ class CaptureMiddleware:
     def process_request(self, request: Request) -> None:
         meta = request.meta
         # robots.txt and sitemap files are not pages: no page id, nothing captured.
-        if PAGE_ID in meta or "traverse_robots" in meta or "traverse_sitemap_id" in meta:
+        if PAGE_ID in meta or ROBOTS in meta or SITEMAP_ID in meta:
             return
         if not self.source_id:
             spider = self.crawler.spider
@@ -92,7 +95,7 @@ class CaptureMiddleware:
         work = meta.get(REPLAY_WORK)  # replay's reader has built the sourceRef already
         ref = meta[SOURCE_REF] = build_source_ref(snapshot) if work is None else work.source_ref
         if self.capture is not None:
-            meta[WRITE] = self.capture.submit(snapshot, ref)
+            meta[SNAPSHOT_WRITE] = self.capture.submit(snapshot, ref)
         return response
 
 
@@ -123,12 +126,10 @@ def snapshot_of(
         source_id=meta[PAGE_ID],
         url=response.url,
         status=status,
-        content_type="html"
-        if rendered
-        else snap.resolve_content_type(header, meta.get("traverse_hint")),
+        content_type="html" if rendered else snap.resolve_content_type(header, meta.get(HINT)),
         raw_body=response.body,
         content_type_header=header,
-        redirects=meta.get("traverse_redirects"),
+        redirects=meta.get(REDIRECTS),
         etag=_header(response, b"ETag"),
         last_modified=_header(response, b"Last-Modified"),
         rendered=rendered,

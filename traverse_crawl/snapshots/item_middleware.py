@@ -28,12 +28,12 @@ from scrapy.http import Response
 from traverse_crawl.config.settings import get_config
 from traverse_crawl.crawl.items import PageItem
 from traverse_crawl.fetch.attempt import ATTEMPT_KEYS
-from traverse_crawl.snapshots.capture import PAGE_ID, SOURCE_REF, WRITE
+from traverse_crawl.meta_keys import PAGE_ID, REDIRECTS, SNAPSHOT_WRITE, SOURCE_REF
 
 logger = logging.getLogger(__name__)
 
 # What belongs to one page's response, never to a request made from it.
-_PAGE_KEYS = ATTEMPT_KEYS | {PAGE_ID, SOURCE_REF, WRITE, "traverse_redirects"}
+_PAGE_KEYS = ATTEMPT_KEYS | {PAGE_ID, SOURCE_REF, SNAPSHOT_WRITE, REDIRECTS}
 
 
 class ItemSourceRefMiddleware:
