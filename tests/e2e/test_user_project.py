@@ -20,8 +20,7 @@ from typing import Any
 
 from tests.support.cli import crawl_args, scrapy, scrapy_env
 from tests.support.server import Handler, Reply, Server
-from traverse_crawl.snapshots.source_ref import parse_source_ref
-from traverse_crawl.snapshots.store import FilesystemSnapshotStore
+from traverse_crawl import FilesystemSnapshotStore, parse_source_ref
 
 ADDON = "traverse_crawl.addon.Addon"
 
@@ -105,7 +104,7 @@ class PlainSpider(scrapy.Spider):
 TRAVERSE_SUBCLASS = """\
 import scrapy
 
-from traverse_crawl.crawl.spider import TraverseSpider
+from traverse_crawl import TraverseSpider
 
 
 class Title(scrapy.Item):
@@ -265,7 +264,7 @@ def test_a_plain_spider_is_fetched_politely_captured_and_replayed(
         assert stored["body"] == page["text"] and stored["url"] == page["url"]
         ref = parse_source_ref(page["ref"])
         assert ref is not None and ref.source_id == page_id
-        assert snapshots.find(ref.source_id, ref.body_hash, ref.fetched_at) == stored
+        assert snapshots.get_by_source_ref(page["ref"]) == stored
 
     # sourceRef on a dict, a scrapy.Item with the field and an attrs item; one
     # warning for the scrapy.Item class without it, however many it yielded.
