@@ -19,6 +19,8 @@ HttpError = httperror.HttpError
 
 class HttpErrorMiddleware(httperror.HttpErrorMiddleware):
     def process_spider_input(self, response: Response) -> None:  # type: ignore[override]
+        if 200 <= response.status < 300:  # the common case, at the built-in's cost
+            return
         try:
             super().process_spider_input(response)
         except HttpError as exc:

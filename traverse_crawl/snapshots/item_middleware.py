@@ -23,10 +23,12 @@ from typing import Any
 from itemadapter import ItemAdapter
 from scrapy import Request
 from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 
 from traverse_crawl.config.settings import get_config
 from traverse_crawl.crawl.items import PageItem
+from traverse_crawl.crawl.spider import TraverseSpider
 from traverse_crawl.fetch.attempt import ATTEMPT_KEYS
 from traverse_crawl.meta_keys import PAGE_ID, REDIRECTS, SNAPSHOT_WRITE, SOURCE_REF
 
@@ -38,6 +40,11 @@ _PAGE_KEYS = ATTEMPT_KEYS | {PAGE_ID, SOURCE_REF, SNAPSHOT_WRITE, REDIRECTS}
 
 class ItemSourceRefMiddleware:
     def __init__(self, crawler: Crawler) -> None:
+        # The traverse spider itself yields only its page items, which carry their
+        # sourceRef, and requests it builds: it is spared this layer around every
+        # output (a subclass may yield items of its own, and gets it).
+        if type(crawler.spider) is TraverseSpider:
+            raise NotConfigured
         self.field = get_config(crawler).item_source_field
         self.warned: set[type] = set()
 

@@ -8,12 +8,16 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import attrs
+import pytest
 import pytest_twisted
 import scrapy
 from scrapy import Request
+from scrapy.exceptions import NotConfigured
 from scrapy.http import HtmlResponse
+from scrapy.utils.test import get_crawler
 
 from tests.support.components import make_crawler
+from traverse_crawl import TraverseSpider
 from traverse_crawl.crawl.items import PageItem
 from traverse_crawl.snapshots.item_middleware import ItemSourceRefMiddleware
 
@@ -139,3 +143,19 @@ async def test_a_request_with_the_responses_meta_copied_gets_its_own_page():
     assert [out async for out in mw.process_spider_output(page, result())] == [copied, fresh]
     assert not {"traverse_page_id", "traverse_source_ref", "traverse_redirects"} & set(copied.meta)
     assert fresh.meta["traverse_page_id"] == "seed::http://a.test/other"
+
+
+class PageTitles(TraverseSpider):
+    name = "titles"
+
+
+@pytest.mark.parametrize(("spidercls", "installed"), [(TraverseSpider, False), (PageTitles, True)])
+def test_only_the_traverse_spider_itself_goes_without_it(tmp_path, spidercls, installed):
+    settings = {"TRAVERSE_MANIFEST_DIR": str(tmp_path), "TRAVERSE_STORE": str(tmp_path)}
+    crawler = get_crawler(spidercls, settings_dict=settings)
+    crawler.spider = crawler._create_spider(url="http://a.test/")
+    if installed:
+        assert ItemSourceRefMiddleware.from_crawler(crawler).field == "sourceRef"
+    else:
+        with pytest.raises(NotConfigured):
+            ItemSourceRefMiddleware.from_crawler(crawler)
