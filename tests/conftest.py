@@ -82,14 +82,19 @@ def base_settings(tmp_path: Path, allow: list[str]) -> dict[str, Any]:
 
 @pytest.fixture
 def crawl(tmp_path: Path, request: pytest.FixtureRequest) -> Any:
-    """``await crawl(settings={...}, url=...)``: run the traverse spider in-process.
+    """``await crawl(settings={...}, url=...)``: run the traverse spider (or the
+    ``spidercls`` given, a subclass of it) in-process.
 
     Every server fixture the test uses is allowed through the egress guard.
     All crawls of one test share its manifest directory unless the settings name
     another: read ``result.manifest`` before the next crawl overwrites it.
     """
 
-    async def run(settings: dict[str, Any] | None = None, **spider_args: Any) -> CrawlResult:
+    async def run(
+        settings: dict[str, Any] | None = None,
+        spidercls: type[TraverseSpider] = TraverseSpider,
+        **spider_args: Any,
+    ) -> CrawlResult:
         allow = [
             request.getfixturevalue(name).origin
             for name in ("server", "server2")
@@ -99,7 +104,7 @@ def crawl(tmp_path: Path, request: pytest.FixtureRequest) -> Any:
         merged.setdict(base_settings(tmp_path, allow), priority="project")
         merged.setdict(settings or {}, priority="cmdline")
         runner = AsyncCrawlerRunner(merged)
-        crawler = runner.create_crawler(TraverseSpider)
+        crawler = runner.create_crawler(spidercls)
         items: list[dict[str, Any]] = []
 
         def collect(item: Any, **_: Any) -> None:
