@@ -69,8 +69,8 @@ async def test_a_subclass_yields_its_items_for_each_page_with_a_snapshot(server,
         "traverse-snapshot:titles%3A%3Ahttp"
     )
     assert server.count("/feed.txt") == 1
-    assert [p["url"] for p in result.manifest["pages"]] == [seed, server.url("/a.html"),
-                                                             server.url("/gone.html")]  # fmt: skip
+    bfs = [seed, server.url("/a.html"), server.url("/gone.html")]
+    assert [p["url"] for p in result.manifest["pages"]] == bfs
 
     # Replayed from that store, the subclass and the plain spider write the same bytes.
     server.shutdown()
