@@ -277,6 +277,7 @@ def test_a_plain_spider_is_fetched_politely_captured_and_replayed(
     assert sum("sourceRef" in i for i in items) == 2 * len(pages)
     assert done.stderr.count("cannot take the field 'sourceRef'") == 1
     assert "shop.spiders.plain.Undeclared" in done.stderr
+    assert not (tmp_path / "manifests").exists()  # no seeds, no manifest
 
     # Replay, the server stopped: the same bodies, no network; a page never
     # captured fails with no-snapshot.

@@ -38,6 +38,8 @@ class ManifestPipeline:
     def __init__(self, crawler: Crawler) -> None:
         if get_config(crawler).redis.url:
             raise NotConfigured  # distributed: written once per seed by distributed/worker.py
+        if not callable(getattr(crawler.spider, "frontier", None)):
+            raise NotConfigured  # a spider without seeds (any other spider) has no manifest
         self.crawler = crawler
         self.directory = get_config(crawler).manifest_dir
         try:

@@ -1,14 +1,9 @@
 """A crawl's capture: each response's snapshot to the writer process, and when it is durable.
 
-One ``Capture`` per crawler (``capture_of``), shared by the two components of the
-seam: the capture middleware (``snapshots/capture_middleware.py``) submits the
-snapshot of every final response as soon as it arrives (``submit``, one ``Write``
-each), and the snapshot pipeline (``snapshots/pipeline.py``) passes an item on
-once the snapshot it names is durable (``settle``). The files go to one writer
-process (``snapshots/writer.py``), which commits them in batches; its answers
-come back on the crawl's asyncio loop.
-
-Also the page ids of requests that are not frontier pages (``request_page_id``).
+One ``Capture`` per crawler (``capture_of``): the capture middleware submits each final
+response's snapshot as it arrives (one ``Write`` each), and the snapshot pipeline passes an
+item on once the snapshot it names is durable (``settle``). Also the page ids of requests
+that are not frontier pages (``request_page_id``).
 """
 
 from __future__ import annotations

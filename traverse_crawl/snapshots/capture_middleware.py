@@ -1,19 +1,9 @@
 """The snapshot of every final response, for any spider (docs/snapshots.md).
 
-A downloader middleware next to the engine: its ``process_request`` runs before
-every other and its ``process_response`` after every other, so it sees each
-response once redirects, retries, revalidation, rendering and replay are done.
-
-- Request: a request that is not a frontier page (no ``traverse_page_id``) gets
-  the page id ``encodeURIComponent(TRAVERSE_SOURCE_ID or the spider's name)::URL``
-  (``capture.request_page_id``), which the replay and revalidate middlewares
-  read. robots.txt and sitemap requests are not pages.
-- Response: a 2xx response to a page becomes its snapshot (a 304 that
-  revalidation trusted, and a replayed page, are the stored snapshot already),
-  in ``meta["traverse_snapshot"]``; its ``sourceRef`` goes to
-  ``meta["traverse_source_ref"]``. In ``capture`` mode the snapshot is handed to
-  the crawl's writer process at once (``meta["traverse_snapshot_write"]``: the
-  pipeline holds the page's items until it is durable).
+Next to the engine, it sees each request first and each response last (after redirects,
+retries, revalidation, rendering, replay). A request that is not a frontier page gets its
+page id; a 2xx response its snapshot (``traverse_snapshot``) and ``sourceRef``
+(``traverse_source_ref``); in ``capture`` mode the snapshot goes to the writer at once.
 """
 
 from __future__ import annotations
