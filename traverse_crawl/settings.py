@@ -80,7 +80,8 @@ SPIDER_MIDDLEWARES = {
 #  540  RenderMiddleware        TRAVERSE_RENDER: mark or escalate pages to Chromium
 #                               (installed by RenderAddon only when pages are rendered)
 #  550  RetryMiddleware         (replaces built-in) 429/5xx/network/timeout, jittered backoff
-#  590  HttpCompression         built-in; bodies are hashed after decoding
+#  590  HttpCompression         (replaces built-in) bodies are hashed after decoding; a
+#                               decompression bomb is a typed too-large
 #  600  RedirectMiddleware      (replaces built-in) manual, chain recorded, robots per hop
 #  650  RevalidateMiddleware    conditional GET from the stored snapshot
 #  950  PolitenessMiddleware    per-origin download slots, end-to-start delay
@@ -91,6 +92,8 @@ DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
     "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
     "scrapy.downloadermiddlewares.cookies.CookiesMiddleware": None,
+    "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
+    "traverse_crawl.fetch.compression_middleware.HttpCompressionMiddleware": 590,
     "traverse_crawl.fetch.failure_middleware.TypedFailureMiddleware": 10,
     "traverse_crawl.snapshots.capture_middleware.CaptureMiddleware": 20,
     "traverse_crawl.fetch.userinfo_middleware.UserinfoMiddleware": 40,

@@ -35,7 +35,8 @@ ADAPTERS = frozenset({PACKAGE}) | frozenset(
     distributed.ledger_slot distributed.pipeline distributed.shared_politeness
     distributed.worker
     egress.dns_lookup egress.middleware egress.resolver
-    fetch.exceptions fetch.failure_middleware fetch.failures fetch.handler
+    fetch.compression_middleware fetch.exceptions fetch.failure_middleware fetch.failures
+    fetch.handler
     fetch.http_error_middleware fetch.request fetch.tls_middleware
     fetch.userinfo_middleware
     jobdir.pipeline manifests.pipeline

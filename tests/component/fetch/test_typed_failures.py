@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+
 import pytest
 from scrapy import Request
 from scrapy.exceptions import DownloadTimeoutError, IgnoreRequest
@@ -11,6 +13,7 @@ from twisted.internet.error import ConnectionRefusedError as TxConnectionRefused
 
 from tests.support.components import make_crawler
 from traverse_crawl.errors import FetchError
+from traverse_crawl.fetch.compression_middleware import HttpCompressionMiddleware
 from traverse_crawl.fetch.exceptions import PageFailed
 from traverse_crawl.fetch.failure_middleware import TypedFailureMiddleware
 from traverse_crawl.fetch.http_error_middleware import HttpErrorMiddleware
@@ -67,3 +70,20 @@ def test_a_filtered_status_is_scrapys_HttpError_with_the_typed_error():
     # A status the spider handles passes, as with Scrapy's own middleware.
     allowed = Request("http://a.test/gone", meta={"handle_httpstatus_list": [410]})
     assert mw.process_spider_input(Response(allowed.url, status=410, request=allowed)) is None
+
+
+def test_a_decompression_bomb_is_too_large():
+    crawler = make_crawler({"DOWNLOAD_MAXSIZE": 1000})
+    mw = HttpCompressionMiddleware.from_crawler(crawler)
+    request = Request("http://a.test/bomb")
+    body = gzip.compress(b"0" * 100_000)
+    response = Response(request.url, body=body, headers={"Content-Encoding": "gzip"})
+    with pytest.raises(PageFailed) as raised:
+        mw.process_response(request, response)
+    assert raised.value.error == FetchError(
+        "too-large", "response from http://a.test/bomb exceeds 1000 bytes"
+    )
+    plain = Response(
+        request.url, body=gzip.compress(b"small"), headers={"Content-Encoding": "gzip"}
+    )
+    assert mw.process_response(request, plain).body == b"small"
