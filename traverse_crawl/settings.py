@@ -51,12 +51,13 @@ CONCURRENT_ITEMS = 2
 # request dropped silently (URLLENGTH_LIMIT) would leave its page unrecorded.
 # MetaCopyDetection warns about response.meta copied into new requests, which the
 # spider never does (it builds each request's meta), and wrapped every output.
-# HttpErrorMiddleware: Scrapy's, with the typed error on its HttpError. Every
-# item a callback yields gets the sourceRef of its response (ItemSourceRefMiddleware).
+# CaptureMiddleware: each page response's snapshot and sourceRef, before the callback's
+# code (stored in capture mode), and that sourceRef on the items the callback yields.
+# HttpErrorMiddleware: Scrapy's, with the typed error on its HttpError.
 SPIDER_MIDDLEWARES = {
+    "traverse_crawl.snapshots.capture_middleware.CaptureMiddleware": 950,
     "scrapy.spidermiddlewares.httperror.HttpErrorMiddleware": None,
     "traverse_crawl.fetch.http_error_middleware.HttpErrorMiddleware": 50,
-    "traverse_crawl.snapshots.item_middleware.ItemSourceRefMiddleware": 950,
     "scrapy.spidermiddlewares.referer.RefererMiddleware": None,
     "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
     "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware": None,
@@ -68,8 +69,7 @@ SPIDER_MIDDLEWARES = {
 # process_response runs bottom-up.
 #
 #   10  TypedFailureMiddleware  every failed request's exception carries its FetchError
-#   20  CaptureMiddleware       page ids for any request; each final response's
-#                               snapshot and sourceRef, stored in capture mode
+#   20  PageIdMiddleware        the page id of any request that is not a frontier page
 #   40  UserinfoMiddleware      user:pass@ in a URL becomes an Authorization header
 #   50  ReplayMiddleware        replay mode: serve the store, no network at all
 #   90  EgressGuardMiddleware   refuse hosts that resolve to non-public addresses
@@ -95,7 +95,7 @@ DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
     "traverse_crawl.fetch.compression_middleware.HttpCompressionMiddleware": 590,
     "traverse_crawl.fetch.failure_middleware.TypedFailureMiddleware": 10,
-    "traverse_crawl.snapshots.capture_middleware.CaptureMiddleware": 20,
+    "traverse_crawl.snapshots.capture_middleware.PageIdMiddleware": 20,
     "traverse_crawl.fetch.userinfo_middleware.UserinfoMiddleware": 40,
     "traverse_crawl.replay.middleware.ReplayMiddleware": 50,
     "traverse_crawl.egress.middleware.EgressGuardMiddleware": 90,

@@ -2,7 +2,10 @@
 
 ``seed_started(frontier, seed_key)``: a seed's frontier exists (before its first request).
 ``seed_finished(frontier, seed_key)``: a seed's BFS has recorded its last page.
+``page_captured(response, snapshot, source_ref)``: a response to a request that is not a
+frontier page reached the spider (``snapshot`` None: it has none, e.g. a 404).
 """
 
 seed_started = object()
 seed_finished = object()
+page_captured = object()

@@ -47,7 +47,7 @@ ADAPTERS = frozenset({PACKAGE}) | frozenset(
     replay.middleware
     runtime.heap_extension runtime.log_level_extension runtime.process_wide
     runtime.refill_extension
-    sitemaps.requests snapshots.capture_middleware snapshots.item_middleware
+    sitemaps.requests snapshots.capture_middleware
     snapshots.pipeline snapshots.revalidate_middleware warc.extension
     """.split()
 )

@@ -1,13 +1,17 @@
-"""The snapshot of every final response, for any spider (docs/snapshots.md).
+"""Each page response's snapshot and ``sourceRef``, for any spider (docs/snapshots.md).
 
-Next to the engine, it sees each request first and each response last (after redirects,
-retries, revalidation, rendering, replay). A request that is not a frontier page gets its
-page id; a 2xx response its snapshot (``traverse_snapshot``) and ``sourceRef``
-(``traverse_source_ref``); in ``capture`` mode the snapshot goes to the writer at once.
+``PageIdMiddleware``, a downloader middleware next to the engine, gives every request
+that is not a frontier page its page id before the replay and revalidate middlewares
+read it. ``CaptureMiddleware``, the spider middleware next to the spider, builds the
+snapshot of each 2xx response before the callback's code runs (``traverse_snapshot``,
+``traverse_source_ref``), hands it to the writer at once in ``capture`` mode, and puts
+the ``sourceRef`` on the items the callback yields (``snapshots/item_source.py``).
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
 from scrapy import Request, signals
@@ -15,28 +19,64 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 
 from traverse_crawl.config.settings import get_config
+from traverse_crawl.crawl.items import PageItem
 from traverse_crawl.errors import FetchError
+from traverse_crawl.fetch.attempt import ATTEMPT_KEYS
 from traverse_crawl.meta_keys import (
     HINT,
     PAGE_ID,
     REDIRECTS,
     REPLAY_WORK,
     ROBOTS,
+    SEED,
     SITEMAP_ID,
     SNAPSHOT,
     SNAPSHOT_WRITE,
     SOURCE_REF,
 )
+from traverse_crawl.signals import page_captured
 from traverse_crawl.snapshots import model as snap
 from traverse_crawl.snapshots.capture import Capture, capture_of, request_page_id
+from traverse_crawl.snapshots.item_source import SourceRefField
 from traverse_crawl.snapshots.source_ref import build_source_ref
+
+logger = logging.getLogger(__name__)
+
+# What belongs to one page's response, never to a request made from it.
+_PAGE_KEYS = ATTEMPT_KEYS | {PAGE_ID, SOURCE_REF, SNAPSHOT_WRITE, REDIRECTS}
+
+
+class PageIdMiddleware:
+    """Downloader side: the page id of every request that is not a frontier page."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.source_id = get_config(crawler).source_id  # "": the spider's name, taken later
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> PageIdMiddleware:
+        return cls(crawler)
+
+    def process_request(self, request: Request) -> None:
+        meta = request.meta
+        # robots.txt and sitemap files are not pages: no page id, nothing captured.
+        if PAGE_ID in meta or ROBOTS in meta or SITEMAP_ID in meta:
+            return
+        if not self.source_id:
+            spider = self.crawler.spider
+            self.source_id = str(getattr(spider, "name", None) or "spider")
+        page_id = request_page_id(self.source_id, request.url)
+        if page_id is not None:
+            meta[PAGE_ID] = page_id
 
 
 class CaptureMiddleware:
+    """Spider side: each page response's snapshot, and its ``sourceRef`` on the items."""
+
     def __init__(self, crawler: Crawler) -> None:
         config = get_config(crawler)
         self.crawler = crawler
-        self.source_id = config.source_id  # "": the spider's name, read at the first request
+        self.items = SourceRefField(config.item_source_field)
         self.capture: Capture | None = None
         if config.mode == "capture":
             self.capture = capture_of(crawler, config.store)
@@ -55,46 +95,54 @@ class CaptureMiddleware:
         assert self.capture is not None
         await self.capture.close()  # the snapshot pipeline, when enabled, has closed it already
 
-    def process_request(self, request: Request) -> None:
-        meta = request.meta
-        # robots.txt and sitemap files are not pages: no page id, nothing captured.
-        if PAGE_ID in meta or ROBOTS in meta or SITEMAP_ID in meta:
-            return
-        if not self.source_id:
-            spider = self.crawler.spider
-            self.source_id = str(getattr(spider, "name", None) or "spider")
-        page_id = request_page_id(self.source_id, request.url)
-        if page_id is not None:
-            meta[PAGE_ID] = page_id
-
-    def process_response(self, request: Request, response: Response) -> Response:
-        meta = request.meta
+    async def process_spider_output(
+        self, response: Response, result: AsyncIterator[Any]
+    ) -> AsyncIterator[Any]:
+        # This runs before the callback's own code (a generator's body starts when
+        # its first output is asked for), and after Scrapy has let pending I/O run:
+        # a download place freed by this response is refilled before the page's
+        # decoding and hashing.
+        meta = response.meta
         page_id = meta.get(PAGE_ID)
-        if not isinstance(page_id, str):
-            return response
+        ref = self._capture(response, meta) if isinstance(page_id, str) else None
+        async for out in result:
+            if isinstance(out, Request):
+                # A request given the response's meta (``meta=response.meta``) gets its own page.
+                if page_id is not None and out.meta.get(PAGE_ID) is page_id:
+                    for key in _PAGE_KEYS:
+                        out.meta.pop(key, None)
+            elif ref is not None and not isinstance(out, PageItem):
+                self.items.set(out, ref)
+            yield out
+
+    def _capture(self, response: Response, meta: dict[str, Any]) -> str | None:
+        """The response's snapshot and sourceRef into its meta; stored in capture mode."""
         snapshot: snap.Snapshot | None = meta.get(SNAPSHOT)
-        if snapshot is None:
-            if not 200 <= response.status < 300:
-                return response  # no snapshot: the page's error is its status
+        if snapshot is None and 200 <= response.status < 300:
             try:
-                built = snapshot_of(response, meta)
-            except Exception:  # a bug: the spider's own reading of the response reports it
-                return response
+                built = snapshot_of(response)
+            except Exception:  # a bug; the traverse spider records it as the page's error
+                if SEED not in meta:
+                    logger.exception("could not build the snapshot of %s", response.url)
+                return None
             assert not isinstance(built, FetchError)
             snapshot = meta[SNAPSHOT] = built
-        work = meta.get(REPLAY_WORK)  # replay's reader has built the sourceRef already
-        ref = meta[SOURCE_REF] = build_source_ref(snapshot) if work is None else work.source_ref
-        if self.capture is not None:
-            meta[SNAPSHOT_WRITE] = self.capture.submit(snapshot, ref)
-        return response
+        ref: str | None = None
+        if snapshot is not None:
+            work = meta.get(REPLAY_WORK)  # replay's reader has built the sourceRef already
+            ref = meta[SOURCE_REF] = build_source_ref(snapshot) if work is None else work.source_ref
+            if self.capture is not None:
+                meta[SNAPSHOT_WRITE] = self.capture.submit(snapshot, ref)
+        if SEED not in meta:  # the WARC record of a page that is not a frontier page
+            self.crawler.signals.send_catch_log(
+                page_captured, response=response, snapshot=snapshot, source_ref=ref
+            )
+        return ref
 
 
-def snapshot_of(
-    response: Response, meta: dict[str, Any] | None = None
-) -> snap.Snapshot | FetchError:
+def snapshot_of(response: Response) -> snap.Snapshot | FetchError:
     """The snapshot of a final response, or its ``http-error``: a status that is not
-    2xx, or a 304 that no stored snapshot's validators asked for. ``meta``: its
-    request's (in the downloader a response is not tied to its request yet)."""
+    2xx, or a 304 that no stored snapshot's validators asked for."""
     status = response.status
     if status == 304:
         return FetchError(
@@ -105,8 +153,7 @@ def snapshot_of(
         )
     if not 200 <= status < 300:
         return FetchError("http-error", f"HTTP {status} from {response.url}", status)
-    if meta is None:
-        meta = response.meta
+    meta = response.meta
     header = _header(response, b"Content-Type")
     # A rendered page is the browser's DOM serialised as UTF-8 HTML (docs/rendering.md).
     rendered = "playwright" in response.flags

@@ -7,7 +7,7 @@ request the handler sent, so robots.txt, redirect hops and retries are written t
 The reactor thread only takes what a record needs and hands it to one writer
 process over a pipe (``warc/writer.py``); a failed write never stops the crawl.
 A page's ``metadata`` record follows once its item has passed the pipelines, or,
-for a request that is not a frontier page, once its response reaches the engine.
+for a request that is not a frontier page, once its response reaches the spider.
 """
 
 from __future__ import annotations
@@ -29,9 +29,10 @@ from traverse_crawl.meta_keys import (
     REVALIDATE_SENT,
     SEED,
     SNAPSHOT,
-    SOURCE_REF,
     WARC_NAVIGATION,
 )
+from traverse_crawl.signals import page_captured
+from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.stats import inc
 from traverse_crawl.version import __version__
 from traverse_crawl.warc import records as warc
@@ -76,6 +77,7 @@ class WarcWriterExtension:
         crawler.signals.connect(self.response_downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(self.response_received, signal=signals.response_received)
         crawler.signals.connect(self.item_scraped, signal=signals.item_scraped)
+        crawler.signals.connect(self.page_captured, signal=page_captured)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
         logger.info("writing WARC files to %s", config.warc_dir)
 
@@ -128,25 +130,35 @@ class WarcWriterExtension:
     def response_received(self, response: Response, request: Request, **kwargs: Any) -> None:
         """A navigation Chromium received but did not render (a redirect, an error
         status, a PDF): handed back to Scrapy by the render middleware, never
-        downloaded by Scrapy, so ``response_downloaded`` did not see it. Then, for a
-        page that is not a frontier page, its metadata record."""
+        downloaded by Scrapy, so ``response_downloaded`` did not see it."""
         meta = request.meta
         if WARC_NAVIGATION in meta and "playwright" not in response.flags:
             flagged = response.replace(flags=[*response.flags, "playwright"])
             self.response_downloaded(flagged, request, **kwargs)
-        page_id = meta.get(PAGE_ID)
-        if SEED in meta or page_id not in self.last_response:
-            return  # a frontier page's record waits for its item (``item_scraped``)
+        if SEED not in meta and not (200 <= response.status < 300 or SNAPSHOT in meta):
+            self.page_captured(response, None, None, meta=meta)  # it will have no snapshot
+
+    def page_captured(
+        self,
+        response: Response,
+        snapshot: Snapshot | None,
+        source_ref: str | None,
+        meta: dict[str, Any] | None = None,
+        **_: Any,
+    ) -> None:
+        """The metadata record of a page that is not a frontier page (any spider's)."""
+        page_id = (response.meta if meta is None else meta).get(PAGE_ID)
+        if page_id not in self.last_response:
+            return
         key, url = self.last_response.pop(page_id)
-        snapshot, source_ref = meta.get(SNAPSHOT), meta.get(SOURCE_REF) or ""
         fields: dict[str, Any] = {"pageId": page_id}
-        if snapshot and source_ref:
+        if snapshot is not None and source_ref:
             fields = metadata_fields(snapshot, source_ref)
             fields["pageId"] = page_id
         else:
             fields["error"] = "http-error"  # a final response without a snapshot
         inc(self.crawler.stats, "warc/metadata")
-        self._send(Metadata(key, time.time(), url, fields, source_ref))
+        self._send(Metadata(key, time.time(), url, fields, source_ref or ""))
 
     def item_scraped(self, item: Any, **_: Any) -> None:
         page_id = item.get("id") if isinstance(item, dict) else None

@@ -1,9 +1,11 @@
-"""The capture middleware and the snapshot pipeline, for requests of any spider."""
+"""Page ids, the capture middleware and the snapshot pipeline, for requests of any spider."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import pytest_twisted
@@ -12,7 +14,7 @@ from twisted.internet.defer import Deferred
 
 from tests.support.components import html, make_crawler, page_request, reply, stats
 from traverse_crawl.crawl.items import PageItem
-from traverse_crawl.snapshots.capture_middleware import CaptureMiddleware
+from traverse_crawl.snapshots.capture_middleware import CaptureMiddleware, PageIdMiddleware
 from traverse_crawl.snapshots.pipeline import SnapshotStorePipeline
 from traverse_crawl.snapshots.source_ref import build_source_ref, parse_source_ref
 from traverse_crawl.snapshots.store import FilesystemSnapshotStore
@@ -21,20 +23,38 @@ SNAPSHOT = "traverse_snapshot"
 SOURCE_REF = "traverse_source_ref"
 
 
-def capture(tmp_path: Path, mode: str = "live", **settings: object) -> CaptureMiddleware:
-    crawler = make_crawler({"TRAVERSE_MODE": mode, "TRAVERSE_STORE": str(tmp_path), **settings})
-    return CaptureMiddleware.from_crawler(crawler)
+def crawler_for(tmp_path: Path, mode: str = "live", **settings: object) -> Any:
+    return make_crawler({"TRAVERSE_MODE": mode, "TRAVERSE_STORE": str(tmp_path), **settings})
+
+
+def page_ids(tmp_path: Path, **settings: object) -> PageIdMiddleware:
+    return PageIdMiddleware.from_crawler(crawler_for(tmp_path, **settings))
+
+
+async def reach(mw: CaptureMiddleware, response: Any) -> None:
+    """The response reaches the spider: its callback's (empty) output goes through ``mw``."""
+
+    async def nothing() -> AsyncIterator[Any]:
+        return
+        yield
+
+    assert [out async for out in mw.process_spider_output(response, nothing())] == []
+
+
+def capture(tmp_path: Path, mode: str = "live") -> tuple[PageIdMiddleware, CaptureMiddleware]:
+    crawler = crawler_for(tmp_path, mode)
+    return PageIdMiddleware.from_crawler(crawler), CaptureMiddleware.from_crawler(crawler)
 
 
 def test_a_request_of_any_spider_gets_a_page_id_of_the_spiders_name(tmp_path):
-    mw = capture(tmp_path)
+    mw = page_ids(tmp_path)
     request = Request("http://a.test/p?q=1#frag")
     mw.process_request(request)
     assert request.meta["traverse_page_id"] == "default::http://a.test/p?q=1"
 
 
 def test_TRAVERSE_SOURCE_ID_names_the_source(tmp_path):
-    mw = capture(tmp_path, TRAVERSE_SOURCE_ID="shop/eu")
+    mw = page_ids(tmp_path, TRAVERSE_SOURCE_ID="shop/eu")
     request = Request("http://a.test/")
     mw.process_request(request)
     assert request.meta["traverse_page_id"] == "shop%2Feu::http://a.test/"
@@ -49,18 +69,19 @@ def test_TRAVERSE_SOURCE_ID_names_the_source(tmp_path):
     ],
 )
 def test_frontier_pages_keep_their_id_and_robots_and_sitemaps_get_none(tmp_path, meta):
-    mw = capture(tmp_path)
+    mw = page_ids(tmp_path)
     request = Request("http://a.test/p", meta=dict(meta))
     mw.process_request(request)
     assert request.meta == meta
 
 
-def test_a_2xx_response_becomes_its_snapshot_and_sourceRef(tmp_path):
-    mw = capture(tmp_path)
+@pytest_twisted.ensureDeferred
+async def test_a_2xx_response_becomes_its_snapshot_and_sourceRef(tmp_path):
+    ids, mw = capture(tmp_path)
     request = Request("http://a.test/p")
-    mw.process_request(request)
+    ids.process_request(request)
     response = html(request, "<p>caf\u00e9</p>", ETag='"v1"')
-    assert mw.process_response(request, response) is response
+    await reach(mw, response)
     snapshot = request.meta[SNAPSHOT]
     assert snapshot["sourceId"] == "default::http://a.test/p"
     assert (snapshot["body"], snapshot["contentType"], snapshot["etag"]) == (
@@ -73,16 +94,18 @@ def test_a_2xx_response_becomes_its_snapshot_and_sourceRef(tmp_path):
 
 
 @pytest.mark.parametrize("status", [304, 404, 503])
-def test_a_response_that_is_not_2xx_has_no_snapshot(tmp_path, status):
-    mw = capture(tmp_path, "capture")
+@pytest_twisted.ensureDeferred
+async def test_a_response_that_is_not_2xx_has_no_snapshot(tmp_path, status):
+    ids, mw = capture(tmp_path, "capture")
     request = Request("http://a.test/p")
-    mw.process_request(request)
-    mw.process_response(request, reply(request, status))
+    ids.process_request(request)
+    await reach(mw, reply(request, status))
     assert SNAPSHOT not in request.meta and SOURCE_REF not in request.meta
 
 
-def test_a_replayed_page_keeps_its_stored_snapshot_and_sourceRef(tmp_path):
-    mw = capture(tmp_path, "replay")
+@pytest_twisted.ensureDeferred
+async def test_a_replayed_page_keeps_its_stored_snapshot_and_sourceRef(tmp_path):
+    _, mw = capture(tmp_path, "replay")
     stored = {
         "sourceId": "seed::http://a.test/p",
         "url": "http://a.test/p",
@@ -94,7 +117,7 @@ def test_a_replayed_page_keeps_its_stored_snapshot_and_sourceRef(tmp_path):
         "fromCache": True,
     }
     request = page_request(traverse_snapshot=stored)
-    mw.process_response(request, html(request, "old"))
+    await reach(mw, html(request, "old"))
     assert request.meta[SNAPSHOT] is stored
     assert request.meta[SOURCE_REF] == build_source_ref(stored)
 
@@ -102,12 +125,12 @@ def test_a_replayed_page_keeps_its_stored_snapshot_and_sourceRef(tmp_path):
 @pytest_twisted.ensureDeferred
 async def test_an_item_waits_until_the_snapshot_it_names_is_durable(tmp_path):
     crawler = make_crawler({"TRAVERSE_STORE": str(tmp_path)})
-    mw = CaptureMiddleware.from_crawler(crawler)
+    ids, mw = PageIdMiddleware.from_crawler(crawler), CaptureMiddleware.from_crawler(crawler)
     pipeline = SnapshotStorePipeline.from_crawler(crawler)
     pipeline.open_spider()
     request = Request("http://a.test/p")
-    mw.process_request(request)
-    mw.process_response(request, html(request, "<p>kept</p>"))
+    ids.process_request(request)
+    await reach(mw, html(request, "<p>kept</p>"))
     ref = request.meta[SOURCE_REF]
     store = FilesystemSnapshotStore(str(tmp_path))
 
@@ -133,16 +156,16 @@ async def test_a_write_that_fails_lets_the_items_go_on_and_is_counted(tmp_path):
     root = tmp_path / "store"
     root.mkdir()
     crawler = make_crawler({"TRAVERSE_STORE": str(root)})
-    mw = CaptureMiddleware.from_crawler(crawler)
+    ids, mw = PageIdMiddleware.from_crawler(crawler), CaptureMiddleware.from_crawler(crawler)
     pipeline = SnapshotStorePipeline.from_crawler(crawler)
     pipeline.open_spider()
     request = Request("http://a.test/p")
-    mw.process_request(request)
+    ids.process_request(request)
     # A file where the page's directory should be: the write fails.
     (
         root / Path(FilesystemSnapshotStore(str(root)).directory("default::http://a.test/p")).name
     ).write_text("")
-    mw.process_response(request, html(request))
+    await reach(mw, html(request))
     item = {"sourceRef": request.meta[SOURCE_REF]}
     result = pipeline.process_item(item)
     if isinstance(result, asyncio.Future):

@@ -1,4 +1,4 @@
-"""Items of any type get the sourceRef of the response they came from."""
+"""Items of any type get the sourceRef of the response they came from (the capture middleware)."""
 
 from __future__ import annotations
 
@@ -8,21 +8,29 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import attrs
-import pytest
 import pytest_twisted
 import scrapy
 from scrapy import Request
-from scrapy.exceptions import NotConfigured
-from scrapy.http import HtmlResponse
-from scrapy.utils.test import get_crawler
+from scrapy.http import HtmlResponse, Response
 
 from tests.support.components import make_crawler
-from traverse_crawl import TraverseSpider
+from traverse_crawl import build_source_ref
 from traverse_crawl.crawl.items import PageItem
-from traverse_crawl.snapshots.item_middleware import ItemSourceRefMiddleware
+from traverse_crawl.snapshots.capture_middleware import CaptureMiddleware
 
 PAGE_ID = "default::http://a.test/"
-REF = "traverse-snapshot:default%3A%3Ahttp%3A%2F%2Fa.test%2F?url=http%3A%2F%2Fa.test%2F&sha256=ab"
+# A replayed page's snapshot: the middleware takes its sourceRef from it.
+STORED = {
+    "sourceId": PAGE_ID,
+    "url": "http://a.test/",
+    "fetchedAt": "2026-01-02T03:04:05.678Z",
+    "status": 200,
+    "contentType": "html",
+    "body": "<p>x</p>",
+    "bodyHash": "ab" * 32,
+    "fromCache": True,
+}
+REF = build_source_ref(STORED)  # type: ignore[arg-type]
 
 
 class Declared(scrapy.Item):
@@ -58,22 +66,26 @@ class AttrsOffer:
 
 
 def response(**meta: Any) -> HtmlResponse:
-    request = Request(
-        "http://a.test/", meta={"traverse_page_id": "default::http://a.test/", **meta}
-    )
+    request = Request("http://a.test/", meta={"traverse_page_id": PAGE_ID, **meta})
     return HtmlResponse(request.url, body=b"<p>x</p>", request=request)
+
+
+def middleware(settings: dict[str, Any] | None = None) -> CaptureMiddleware:
+    return CaptureMiddleware.from_crawler(
+        make_crawler({"TRAVERSE_MODE": "live", **(settings or {})})
+    )
 
 
 async def output(
     items: list[Any], settings: dict[str, Any] | None = None, **meta: Any
 ) -> list[Any]:
-    mw = ItemSourceRefMiddleware.from_crawler(make_crawler(settings))
+    mw = middleware(settings)
 
     async def result() -> AsyncIterator[Any]:
         for item in items:
             yield item
 
-    page = response(**({"traverse_source_ref": REF} | meta))
+    page = response(**({"traverse_snapshot": STORED} | meta))
     return [out async for out in mw.process_spider_output(page, result())]
 
 
@@ -120,42 +132,48 @@ async def test_an_item_that_cannot_take_the_field_passes_with_one_warning_per_cl
 async def test_page_items_and_responses_without_a_snapshot_are_left_alone():
     page = PageItem({"id": "p", "fetch": {"error": {"kind": "network"}}}, 0, 0)
     assert await output([page]) == [page] and "sourceRef" not in page
-    mw = ItemSourceRefMiddleware.from_crawler(make_crawler())
+    mw = middleware()
 
     async def result() -> AsyncIterator[Any]:
         yield {"name": "x"}
 
-    (item,) = [out async for out in mw.process_spider_output(response(), result())]
+    request = Request("http://a.test/", meta={"traverse_page_id": PAGE_ID})
+    gone = Response(request.url, status=404, request=request)
+    (item,) = [out async for out in mw.process_spider_output(gone, result())]
     assert item == {"name": "x"}
 
 
 @pytest_twisted.ensureDeferred
 async def test_a_request_with_the_responses_meta_copied_gets_its_own_page():
-    page = response(traverse_source_ref=REF, traverse_redirects=["http://a.test/old"])
+    page = response(traverse_snapshot=STORED, traverse_redirects=["http://a.test/old"])
     copied = Request("http://a.test/next", meta=page.meta)
     fresh = Request("http://a.test/other", meta={"traverse_page_id": "seed::http://a.test/other"})
-    mw = ItemSourceRefMiddleware.from_crawler(make_crawler())
+    mw = middleware()
 
     async def result() -> AsyncIterator[Any]:
         yield copied
         yield fresh
 
     assert [out async for out in mw.process_spider_output(page, result())] == [copied, fresh]
-    assert not {"traverse_page_id", "traverse_source_ref", "traverse_redirects"} & set(copied.meta)
+    copied_keys = {
+        "traverse_page_id",
+        "traverse_source_ref",
+        "traverse_snapshot",
+        "traverse_redirects",
+    }
+    assert not copied_keys & set(copied.meta)
     assert fresh.meta["traverse_page_id"] == "seed::http://a.test/other"
 
 
-class PageTitles(TraverseSpider):
-    name = "titles"
+@pytest_twisted.ensureDeferred
+async def test_the_snapshot_is_built_before_the_callbacks_code_runs():
+    seen: list[Any] = []
+    page = response()
 
+    async def callback() -> AsyncIterator[Any]:
+        seen.append(page.meta.get("traverse_source_ref"))
+        yield {"name": "x"}
 
-@pytest.mark.parametrize(("spidercls", "installed"), [(TraverseSpider, False), (PageTitles, True)])
-def test_only_the_traverse_spider_itself_goes_without_it(tmp_path, spidercls, installed):
-    settings = {"TRAVERSE_MANIFEST_DIR": str(tmp_path), "TRAVERSE_STORE": str(tmp_path)}
-    crawler = get_crawler(spidercls, settings_dict=settings)
-    crawler.spider = crawler._create_spider(url="http://a.test/")
-    if installed:
-        assert ItemSourceRefMiddleware.from_crawler(crawler).field == "sourceRef"
-    else:
-        with pytest.raises(NotConfigured):
-            ItemSourceRefMiddleware.from_crawler(crawler)
+    (item,) = [out async for out in middleware().process_spider_output(page, callback())]
+    assert seen == [item["sourceRef"]] and item["sourceRef"].startswith("traverse-snapshot:")
+    assert page.meta["traverse_snapshot"]["body"] == "<p>x</p>"
