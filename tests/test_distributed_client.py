@@ -10,6 +10,7 @@ from tests.cli import crawl_args, scrapy
 from tests.distributed_helpers import run_async
 from tests.redisserver import RedisServer, redis_server  # noqa: F401  (fixture)
 from tests.scrapyd_harness import free_port
+from traverse_crawl.config.distributed import RedisConfig, redact
 from traverse_crawl.config.settings import TraverseConfig
 from traverse_crawl.distributed.client import (
     Keys,
@@ -19,7 +20,6 @@ from traverse_crawl.distributed.client import (
     connect,
     connect_sync,
 )
-from traverse_crawl.distributed.config import RedisConfig, redact
 from traverse_crawl.errors import ConfigError
 
 

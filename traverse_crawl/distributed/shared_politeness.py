@@ -14,7 +14,7 @@ from typing import NamedTuple
 from scrapy import signals
 from scrapy.crawler import Crawler
 
-from traverse_crawl.distributed.config import RedisConfig
+from traverse_crawl.config.distributed import RedisConfig
 from traverse_crawl.distributed.ledger import Ledger
 from traverse_crawl.distributed.robots_share import SharedRobots
 

@@ -29,13 +29,13 @@ from typing import Any, TypeVar
 
 from scrapy.crawler import Crawler
 
+from traverse_crawl.config.distributed import redact
 from traverse_crawl.config.settings import TraverseConfig
 from traverse_crawl.crawl import seeds as seedlib
 from traverse_crawl.crawl.frontier import Admission, Frontier, Outcome
 from traverse_crawl.crawl.items import PageItem
 from traverse_crawl.crawl.stop import stopping
 from traverse_crawl.distributed.client import Keys, RedisLost, Retrying, client
-from traverse_crawl.distributed.config import redact
 from traverse_crawl.distributed.frontier import RemoteFrontier, Task, manifest_of
 from traverse_crawl.errors import FetchError
 from traverse_crawl.fetch import urls
