@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import traverse_crawl
-from tests.cli import scrapy
+from tests.cli import crawl_args, scrapy
 
 ROOT = Path(traverse_crawl.__file__).parent
 PACKAGE = "traverse_crawl"
@@ -259,3 +259,22 @@ def test_no_module_uses_another_modules_private_names():
         if (uses := private_uses(path.read_text(encoding="utf-8"), name, modules))
     }
     assert found == {}
+
+
+def test_a_crawl_without_redis_url_imports_no_distributed_code(tmp_path, server):
+    """Without REDIS_URL nothing of traverse_crawl/distributed/ is imported, nor redis-py
+    (about 0.1 s of every crawl process): the middlewares ask the crawler for the
+    shared politeness, and the distributed components are added only with REDIS_URL."""
+    server.site({"/": '<a href="/next">next</a>', "/next": "the end"})
+    done = scrapy(
+        *("crawl", "traverse", "-a", f"url={server.url('/')}"),
+        *crawl_args(tmp_path, server.origin),
+        timeout=120,
+        python_flags=("-X", "importtime"),
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+    assert "traverse_crawl.politeness.shared" in imported  # the middlewares ran
+    assert "'downloader/response_count': 3" in done.stderr  # robots.txt and both pages
+    assert "redis" not in imported
+    assert sorted(m for m in imported if m.startswith(f"{PACKAGE}.distributed")) == []

@@ -103,12 +103,13 @@ DOWNLOAD_HANDLERS = {
 }
 
 # Item pipelines: store every snapshot (capture mode), keep the outcome in the
-# JOBDIR journal (with JOBDIR) or commit it to Redis (with REDIS_URL), then write
-# the manifest (with REDIS_URL, the worker that finishes a seed writes it).
+# JOBDIR journal (with JOBDIR), then write the manifest. With REDIS_URL the spider
+# adds the distributed crawl's components (traverse_crawl/config/distributed.py):
+# CommitPipeline (850) commits the outcome to Redis, and the worker that finishes
+# a seed writes its manifest.
 ITEM_PIPELINES = {
     "traverse_crawl.snapshots.pipeline.SnapshotStorePipeline": 300,
     "traverse_crawl.jobdir.pipeline.JournalPipeline": 800,
-    "traverse_crawl.distributed.pipeline.CommitPipeline": 850,
     "traverse_crawl.manifests.pipeline.ManifestPipeline": 900,
 }
 

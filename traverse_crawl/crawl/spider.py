@@ -30,8 +30,10 @@ from typing import Any
 from scrapy import Spider
 from scrapy.crawler import Crawler
 from scrapy.http import Response
+from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 from twisted.python.failure import Failure
 
+from traverse_crawl.config.distributed import add_components
 from traverse_crawl.config.settings import TraverseConfig, get_config
 from traverse_crawl.crawl import seeds as seedlib
 from traverse_crawl.crawl.frontier import Admission, Frontier, Outcome
@@ -40,7 +42,6 @@ from traverse_crawl.crawl.links import find_links
 from traverse_crawl.crawl.outcomes import fetch_record, snapshot_of
 from traverse_crawl.crawl.spool import Spool
 from traverse_crawl.crawl.stop import CrawlStopped
-from traverse_crawl.distributed.pipeline import make_worker
 from traverse_crawl.errors import FetchError
 from traverse_crawl.fetch import urls
 from traverse_crawl.fetch.attempt import REPLAY_WORK, SNAPSHOT
@@ -88,12 +89,22 @@ class TraverseSpider(Spider):
         self._announced: set[int] = set()
 
     @classmethod
+    def update_settings(cls, settings: BaseSettings) -> None:
+        super().update_settings(settings)
+        # REDIS_URL: a worker of a distributed crawl
+        add_components(settings, SETTINGS_PRIORITIES["spider"])
+
+    @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> TraverseSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.config = get_config(crawler)  # validates every setting before any request
         spider.spool = Spool(spider.config.manifest_dir)
         spider.seeds, spider.job = resolve_seeds(crawler.settings, spider.config, spider._seed_args)
-        spider.remote = make_worker(spider, crawler) if spider.config.redis.url else None
+        spider.remote = None
+        if spider.config.redis.enabled:  # the worker's code, and redis, only then
+            from traverse_crawl.distributed.worker import Worker
+
+            spider.remote = Worker(spider, crawler, spider.config)
         spider.sitemaps = SitemapReader(
             crawler, spider.config, spider.parse_sitemap, spider.sitemap_failed
         )

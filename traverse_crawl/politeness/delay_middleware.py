@@ -35,11 +35,10 @@ from scrapy.exceptions import NotConfigured
 
 from traverse_crawl.config.settings import get_config
 from traverse_crawl.crawl.stop import CrawlStopped, stopping
-from traverse_crawl.distributed.ledger_slot import LedgerSlot
-from traverse_crawl.distributed.shared_politeness import shared_politeness
 from traverse_crawl.fetch import urls
 from traverse_crawl.fetch.attempt import BACKOFF, NOT_BEFORE, ORIGIN_DELAY
 from traverse_crawl.politeness.delay_slot import PoliteSlot
+from traverse_crawl.politeness.shared import shared_politeness
 from traverse_crawl.stats import inc
 
 
@@ -51,8 +50,7 @@ class PolitenessMiddleware:
             raise NotConfigured  # replay answers every request before it (issue 17)
         self.min_delay = config.min_delay
         self.per_domain = crawler.settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN") or 8
-        shared = shared_politeness(crawler)
-        self.ledger = None if shared is None else shared.ledger
+        self.shared = shared_politeness(crawler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PolitenessMiddleware:
@@ -74,17 +72,10 @@ class PolitenessMiddleware:
         if slot is None:
             delay = 0.0 if meta.get("traverse_robots") else self._delay(meta)
             concurrency = 1 if delay else self.per_domain
-            if self.ledger is None or meta.get("traverse_robots"):
+            if self.shared is None or meta.get("traverse_robots"):
                 slots[key] = PoliteSlot(concurrency, delay)
             else:
-                slots[key] = LedgerSlot(
-                    concurrency,
-                    delay,
-                    origin=urls.origin(request.url),
-                    ledger=self.ledger,
-                    downloader=self.crawler.engine.downloader,
-                    stats=self.crawler.stats,
-                )
+                slots[key] = self.shared.origin_slot(concurrency, delay, urls.origin(request.url))
             if not meta.get("traverse_robots"):
                 inc(self.crawler.stats, "politeness/origins")
         elif isinstance(slot, PoliteSlot) and ORIGIN_DELAY in meta:
