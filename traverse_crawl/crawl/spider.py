@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from scrapy import Spider
@@ -112,7 +112,8 @@ class TraverseSpider(Spider):
 
     async def start(self) -> AsyncIterator[Any]:
         if self.remote is not None:  # pages come from Redis (traverse_crawl/distributed/)
-            async for out in self.remote.start():
+            given, self.seeds = self.seeds, []  # to Redis; the crawl's come back (add_seeds)
+            async for out in self.remote.start(given):
                 yield out
             return
         records = self.job.begin(self.crawler.stats) if self.job is not None else []
@@ -317,3 +318,22 @@ class TraverseSpider(Spider):
                     frontier.remaining,
                 )
             self.crawler.signals.send_catch_log(seed_finished, frontier=frontier, seed_key=key)
+
+    # -- the worker of a distributed crawl (crawl/worker_protocol.py) ---------
+
+    def add_seeds(self, seeds: Sequence[seedlib.Seed]) -> None:
+        self.seeds.extend(seeds)
+
+    def frontier(self, seed_key: int) -> Frontier:
+        frontier = self.frontiers.get(seed_key)
+        if frontier is None:  # a worker joins the seed: its pages are Redis's (no spool)
+            seed, c = self.seeds[seed_key], self.config
+            frontier = Frontier(seed.id, seed.url, c.max_pages, c.max_depth, c.mode)
+            self.frontiers[seed_key] = frontier
+        return frontier
+
+    def page_request(self, seed_key: int, admission: Admission) -> WhatwgRequest:
+        return self._request(seed_key, admission)
+
+    def finish_page(self, seed_key: int, index: int, outcome: Outcome) -> Iterator[Any]:
+        return self._finish(seed_key, index, outcome)
