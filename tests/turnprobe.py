@@ -19,7 +19,6 @@ from scrapy.exceptions import NotConfigured
 
 from tests.cli import crawl_args, scrapy
 from tests.server import Server
-from traverse_crawl import settings
 
 
 def turns_to_refill(
@@ -28,7 +27,7 @@ def turns_to_refill(
     """Crawl ``server``'s index one request at a time: for each response that was followed by
     a request reaching the downloader, the loop turns in between; and the crawl's log."""
     out = tmp_path / "turns.json"
-    extensions = {**settings.EXTENSIONS, "tests.turnprobe.TurnProbe": -100}
+    extensions: dict[str, int | None] = {"tests.turnprobe.TurnProbe": -100}
     if not refill:
         extensions["traverse_crawl.runtime.refill_extension.RefillAtResponse"] = None
     run = scrapy(
