@@ -9,6 +9,7 @@ commands. Against a loopback server whose hit log has server-side timestamps.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -16,7 +17,9 @@ import time
 from itertools import pairwise
 from pathlib import Path
 
-from tests.cli import scrapy_env
+import pytest
+
+from tests.cli import REPO, scrapy_env
 from tests.server import Reply, Server
 
 SPIDER = """
@@ -125,3 +128,27 @@ def test_the_second_signal_does_not_wait_for_a_download_in_flight(server, tmp_pa
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=20)  # ...the second does not wait for it
     assert "abandoning the downloads in flight; writing the manifests" in stderr, stderr[-3000:]
+
+
+def test_the_packages_commands_are_in_any_project(tmp_path):
+    """What an installed wheel declares: pyproject.toml's ``scrapy.commands`` entry points."""
+    tomllib = pytest.importorskip("tomllib")
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    commands = pyproject["project"]["entry-points"]["scrapy.commands"]
+    # The metadata pip would install, beside the project instead of in site-packages.
+    site = tmp_path / "site" / "traverse_crawl-0.1.0.dist-info"
+    site.mkdir(parents=True)
+    (site / "METADATA").write_text("Name: traverse_crawl\nVersion: 0.1.0\n", encoding="utf-8")
+    lines = [f"{name} = {target}" for name, target in commands.items()]
+    entry_points = "[scrapy.commands]\n" + "\n".join(lines) + "\n"
+    (site / "entry_points.txt").write_text(entry_points, encoding="utf-8")
+    env = {**scrapy_env(), "PYTHONPATH": os.pathsep.join([str(REPO), str(site.parent)])}
+    run = subprocess.run(
+        [sys.executable, "-m", "scrapy", "-h"],
+        cwd=make_project(tmp_path / "project"), env=env, capture_output=True, text=True,
+        timeout=60, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    listed = {line.split()[0] for line in run.stdout.splitlines() if line.startswith("  ")}
+    assert set(commands) <= listed
+    assert set(commands) == {"crawlstatus", "diff", "report", "snapshot", "snapshots", "warc"}
