@@ -80,7 +80,7 @@ TARGET_POLITENESS_RATIO = 1.2  # 100 pages at 0.05 s: <= 1.2x the 5 s of delays 
 TARGET_REPLAY_RATIO = 2.5  # replay pages/s >= 2.5x live pages/s (issue 17; issue 4 asked 3x)
 TARGET_WARC_RATIO = 0.85  # capture with WARC pages/s >= 0.85x capture without (issue 14)
 # Scenarios in bench/<name>.py (issue 17), each with run(bench).
-MODULES = ["dns", "origins", "latency", "scale", "writersplit"]
+MODULES = ["ab", "dns", "origins", "latency", "scale", "writersplit"]
 
 
 def python() -> str:
@@ -686,20 +686,20 @@ BUCKETS: list[tuple[str, str]] = [
     ),
     (
         "HTML parse (lxml)",
-        r"document_fromstring|create_root_node|^_parse \(traverse_crawl/core/links",
+        r"document_fromstring|create_root_node|^_parse \(traverse_crawl/crawl/links",
     ),
-    ("snapshot: decode + sha256", r"\((traverse_crawl/core/snapshot\.py|w3lib/encoding)"),
-    ("WHATWG URLs (ada-url, core/urls)", r"\((ada_url/|traverse_crawl/core/urls)"),
+    ("snapshot: decode + sha256", r"\((traverse_crawl/snapshots/model\.py|w3lib/encoding)"),
+    ("WHATWG URLs (ada-url, fetch/urls)", r"\((ada_url/|traverse_crawl/fetch/urls)"),
     (
         "link extraction (selectors, urljoin)",
         r"^discover_links |\((parsel/|cssselect/)|^urljoin |^TextResponse\.(follow|urljoin) "
         r"|^Response\.(follow|urljoin) ",
     ),
-    ("frontier (record, admit, page object)", r"\(traverse_crawl/core/frontier"),
-    ("sourceRef", r"\(traverse_crawl/core/sourceref"),
+    ("frontier (record, admit, page object)", r"\(traverse_crawl/crawl/(frontier|queue|spool)"),
+    ("sourceRef", r"\(traverse_crawl/snapshots/source_ref"),
     (
         "snapshot store (files, JSON)",
-        r"\(traverse_crawl/core/(store|atomic|groupcommit|snapshot(file|writer|child))",
+        r"\(traverse_crawl/(snapshots/(store|file_text|batch_write|writer|writer_process)|utils/atomic)",
     ),
     ("Request objects", r"^Request\.__init__ |\(scrapy/http/request/|^Request\.replace "),
     ("scheduler priority queues (pqueues)", r"\((scrapy/pqueues|queuelib/)"),
@@ -707,18 +707,18 @@ BUCKETS: list[tuple[str, str]] = [
         "scheduler + dupefilter + fingerprints",
         r"\((scrapy/core/scheduler|scrapy/dupefilters|scrapy/utils/request|w3lib/url)",
     ),
-    ("downloader middlewares: traverse_crawl", r"\(traverse_crawl/downloadermiddlewares/"),
+    ("downloader middlewares: traverse_crawl", r"\(traverse_crawl/[a-z_]+/([a-z_]+_)?middleware"),
     ("downloader middlewares: Scrapy built-ins", r"\(scrapy/downloadermiddlewares/"),
     ("spider middlewares: Scrapy built-ins", r"\(scrapy/spidermiddlewares/"),
-    ("item pipelines (manifest, store)", r"\((traverse_crawl/pipelines/|scrapy/pipelines/)"),
+    ("item pipelines (manifest, store)", r"\((traverse_crawl/[a-z_]+/pipeline|scrapy/pipelines/)"),
     (
         "egress guard / resolver",
-        r"\((traverse_crawl/core/egress|traverse_crawl/resolver|"
+        r"\((traverse_crawl/egress/|"
         r"scrapy/resolver|twisted/internet/_resolver)",
     ),
     (
         "spider callback (own code)",
-        r"^(TraverseSpider|PlainSpider)\.|\(traverse_crawl/(spiders|items|exceptions|signals)",
+        r"^(TraverseSpider|PlainSpider)\.|\(traverse_crawl/(crawl/(spider|items|outcomes)|fetch/exceptions|signals)",
     ),
     (
         "stats, signals, logging, extensions",
@@ -978,7 +978,7 @@ def main(argv: list[str] | None = None) -> int:
         "--baseline",
         type=Path,
         default=None,
-        help="capture, replay: another checkout, interleaved (A/B)",
+        help="ab, capture, replay: another checkout, interleaved (A/B)",
     )
     parser.add_argument("--site-dir", type=Path, default=None, help="reuse a generated site here")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory")

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli import REPO, scrapy_env
-from tests.server import Reply, Server
+from tests.support.cli import REPO, scrapy_env
+from tests.support.server import Reply, Server
 
 SPIDER = """
 import scrapy

@@ -26,7 +26,6 @@ from typing import Any
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from traverse_crawl import __version__
 from traverse_crawl.commands.common import StoreCommand, open_store, run_safely
 from traverse_crawl.commands.common import write_text as _write
 from traverse_crawl.commands.snapshots import seed_pages
@@ -35,6 +34,7 @@ from traverse_crawl.errors import ConfigError
 from traverse_crawl.fetch.exceptions import CommandFailed
 from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.snapshots.store import FilesystemSnapshotStore
+from traverse_crawl.version import __version__
 from traverse_crawl.warc.export import write_warc
 from traverse_crawl.warc.importer import ImportReport, Source, candidates, file_source
 from traverse_crawl.warc.records import info_fields

@@ -11,10 +11,12 @@ from typing import Any
 from scrapy.http import Response
 
 from traverse_crawl.errors import FetchError
+from traverse_crawl.meta_keys import HINT, PAGE_ID, REDIRECTS, RENDER_ESCALATION, WARNINGS
 from traverse_crawl.snapshots import model as snap
+from traverse_crawl.snapshots.model import Snapshot
 
 
-def snapshot_of(response: Response) -> dict[str, Any] | FetchError:
+def snapshot_of(response: Response) -> Snapshot | FetchError:
     """The page's snapshot from a final response, or its ``http-error`` (SPEC §13.4)."""
     status = response.status
     if status == 304:
@@ -33,15 +35,13 @@ def snapshot_of(response: Response) -> dict[str, Any] | FetchError:
     if rendered:
         header = "text/html; charset=utf-8"
     return snap.build_snapshot(
-        source_id=meta["traverse_page_id"],
+        source_id=meta[PAGE_ID],
         url=response.url,
         status=status,
-        content_type="html"
-        if rendered
-        else snap.resolve_content_type(header, meta.get("traverse_hint")),
+        content_type="html" if rendered else snap.resolve_content_type(header, meta.get(HINT)),
         raw_body=response.body,
         content_type_header=header,
-        redirects=meta.get("traverse_redirects"),
+        redirects=meta.get(REDIRECTS),
         etag=_header(response, b"ETag"),
         last_modified=_header(response, b"Last-Modified"),
         rendered=rendered,
@@ -55,7 +55,7 @@ def _header(response: Response, name: bytes) -> str | None:
     return value.decode("latin-1")
 
 
-def fetch_record(meta: dict[str, Any], result: dict[str, Any] | FetchError) -> dict[str, Any]:
+def fetch_record(meta: dict[str, Any], result: Snapshot | FetchError) -> dict[str, Any]:
     """The page's ``fetch`` object (CONTRACT §3): its snapshot or its error, then
     the warnings and the render escalation when there are any."""
     fetch: dict[str, Any] = (
@@ -63,8 +63,8 @@ def fetch_record(meta: dict[str, Any], result: dict[str, Any] | FetchError) -> d
         if isinstance(result, FetchError)
         else {"snapshot": snap.manifest_view(result)}
     )
-    if meta.get("traverse_warnings"):
-        fetch["warnings"] = list(meta["traverse_warnings"])
-    if "traverse_render_escalation" in meta:
-        fetch["renderEscalation"] = meta["traverse_render_escalation"]
+    if meta.get(WARNINGS):
+        fetch["warnings"] = list(meta[WARNINGS])
+    if RENDER_ESCALATION in meta:
+        fetch["renderEscalation"] = meta[RENDER_ESCALATION]
     return fetch

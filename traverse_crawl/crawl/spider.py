@@ -43,15 +43,16 @@ from traverse_crawl.crawl.stop import CrawlStopped
 from traverse_crawl.distributed.pipeline import make_worker
 from traverse_crawl.errors import FetchError
 from traverse_crawl.fetch import urls
-from traverse_crawl.fetch.attempt import REPLAY_WORK, SNAPSHOT
 from traverse_crawl.fetch.exceptions import fetch_error_from_failure
 from traverse_crawl.fetch.request import WhatwgRequest
 from traverse_crawl.jobdir.pipeline import Job, resolve_seeds
 from traverse_crawl.jobdir.state import replay_sitemaps
+from traverse_crawl.meta_keys import HINT, INDEX, PAGE_ID, REPLAY_WORK, SEED, SNAPSHOT, WARNINGS
 from traverse_crawl.replay.reader_process import PageWork
 from traverse_crawl.signals import seed_finished
 from traverse_crawl.sitemaps.requests import SitemapReader
 from traverse_crawl.snapshots import model as snap
+from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.snapshots.source_ref import build_source_ref
 from traverse_crawl.stats import inc
 
@@ -151,17 +152,17 @@ class TraverseSpider(Spider):
 
     def _request(self, key: int, adm: Admission) -> WhatwgRequest:
         meta: dict[str, Any] = {
-            "traverse_seed": key,
-            "traverse_index": adm.index,
-            "traverse_page_id": adm.page_id,
-            "traverse_warnings": [],
+            SEED: key,
+            INDEX: adm.index,
+            PAGE_ID: adm.page_id,
+            WARNINGS: [],
             "handle_httpstatus_all": True,
             # Every admitted URL is on the seed's origin (links are filtered).
             "download_slot": self.frontiers[key].seed_origin,
             "depth": adm.depth,
         }
         if adm.index == 0 and (hint := self.seeds[key].content_type):
-            meta["traverse_hint"] = hint
+            meta[HINT] = hint
         # The URL is requested exactly as the frontier holds it (issue 11).
         return WhatwgRequest(
             adm.url,
@@ -176,7 +177,7 @@ class TraverseSpider(Spider):
 
     async def parse(self, response: Response, **kwargs: Any) -> AsyncIterator[Any]:
         meta = response.meta
-        key, index = meta["traverse_seed"], meta["traverse_index"]
+        key, index = meta[SEED], meta[INDEX]
         try:
             outcome, snapshot = await self._outcome(self.frontiers[key], index, response)
         except Exception as exc:  # a bug must not leave the page, and its seed, unrecorded
@@ -190,9 +191,9 @@ class TraverseSpider(Spider):
 
     async def _outcome(
         self, frontier: Frontier, index: int, response: Response
-    ) -> tuple[Outcome, dict[str, Any] | None]:
+    ) -> tuple[Outcome, Snapshot | None]:
         meta = response.meta
-        snapshot = meta.get(SNAPSHOT) or snapshot_of(response)
+        snapshot: Snapshot | FetchError = meta.get(SNAPSHOT) or snapshot_of(response)
         if isinstance(snapshot, FetchError):
             return Outcome(fetch_record(meta, snapshot)), None
         links: list[str] = []
@@ -221,9 +222,7 @@ class TraverseSpider(Spider):
         )
         return outcome, snapshot
 
-    async def _links(
-        self, snapshot: dict[str, Any], origin: str, meta: dict[str, Any]
-    ) -> list[str]:
+    async def _links(self, snapshot: Snapshot, origin: str, meta: dict[str, Any]) -> list[str]:
         """Link discovery, bounded (issue 10). A large page is parsed in a worker
         thread (lxml releases the GIL while it parses), so other seeds' requests
         and a stop signal go on meanwhile; a small one is not worth the hop."""
@@ -236,7 +235,7 @@ class TraverseSpider(Spider):
 
     def _found(self, links: list[str], warnings: list[str], meta: dict[str, Any]) -> list[str]:
         if warnings:
-            meta.setdefault("traverse_warnings", []).extend(warnings)
+            meta.setdefault(WARNINGS, []).extend(warnings)
             inc(self.crawler.stats, "frontier/link_bound_hit")
         return links
 
@@ -250,16 +249,16 @@ class TraverseSpider(Spider):
         )
         logger.debug("page failed: %s (%s)", request.url, error.kind)
         outcome = Outcome(fetch_record(meta, error))
-        return self._finish(meta["traverse_seed"], meta["traverse_index"], outcome)
+        return self._finish(meta[SEED], meta[INDEX], outcome)
 
     async def parse_sitemap(self, response: Response) -> AsyncIterator[Any]:
         await self.sitemaps.read(response)
-        for out in self._sitemap_step(response.meta["traverse_seed"]):
+        for out in self._sitemap_step(response.meta[SEED]):
             yield out
 
     def sitemap_failed(self, failure: Failure) -> Iterator[Any]:
         self.sitemaps.failed(failure)
-        return self._sitemap_step(failure.request.meta["traverse_seed"])  # type: ignore[attr-defined]
+        return self._sitemap_step(failure.request.meta[SEED])  # type: ignore[attr-defined]
 
     def _sitemap_step(self, key: int) -> Iterator[Any]:
         """The seed's next sitemap file; once there is none, its URLs to the frontier."""
@@ -274,7 +273,7 @@ class TraverseSpider(Spider):
         self._check_finished(key)
 
     def _finish(
-        self, key: int, index: int, outcome: Outcome, snapshot: dict[str, Any] | None = None
+        self, key: int, index: int, outcome: Outcome, snapshot: Snapshot | None = None
     ) -> Iterator[Any]:
         frontier = self.frontiers[key]
         inc(self.crawler.stats, "frontier/pages")

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request
 
 from traverse_crawl.crawl.stop import CrawlStopped
-from traverse_crawl.fetch.attempt import NOT_BEFORE
+from traverse_crawl.meta_keys import NOT_BEFORE
 from traverse_crawl.politeness.delay_slot import PoliteSlot, _EndStamps, _RetriesFirst
 from traverse_crawl.stats import Stats, inc
 

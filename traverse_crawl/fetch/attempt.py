@@ -14,15 +14,20 @@ from __future__ import annotations
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
-from traverse_crawl.rendering.escalation import DENIED, FAILED, FINAL, HANDOFF
+from traverse_crawl.meta_keys import (
+    BACKOFF,
+    NOT_BEFORE,
+    ORIGIN_DELAY,
+    RENDER_DENIED,
+    RENDER_FAILED,
+    RENDER_FINAL,
+    RENDER_HANDOFF,
+    REPLAY_WORK,
+    REVALIDATE_SENT,
+    SNAPSHOT,
+)
 
-# The keys, set by (→ read by) the component named; each documents its own.
-BACKOFF = "traverse_backoff"  # retry → politeness: seconds to wait before this attempt
-NOT_BEFORE = "traverse_not_before"  # politeness: when this attempt may start (monotonic)
-ORIGIN_DELAY = "traverse_origin_delay"  # robots → politeness: this hop's origin's Crawl-delay
-REVALIDATE_SENT = "traverse_revalidate_sent"  # revalidate: the URL it sent validators to
-SNAPSHOT = "traverse_snapshot"  # revalidate, replay → spider: the stored snapshot it stands for
-REPLAY_WORK = "traverse_replay_work"  # replay → spider: the page's work, done by its reader
+# Set for one attempt only (traverse_crawl.meta_keys names who sets and reads each).
 ATTEMPT_KEYS = frozenset(
     {
         BACKOFF,
@@ -32,10 +37,10 @@ ATTEMPT_KEYS = frozenset(
         SNAPSHOT,
         REPLAY_WORK,
         "download_latency",  # Scrapy's downloader: this attempt's latency
-        HANDOFF,  # page guard → render: the navigation handed back to Scrapy
-        DENIED,  # page guard → render: the egress refusal of the navigation
-        FAILED,  # page guard → render: why the navigation failed
-        FINAL,  # render: this attempt's outcome is settled
+        RENDER_HANDOFF,  # page guard → render: the navigation handed back to Scrapy
+        RENDER_DENIED,  # page guard → render: the egress refusal of the navigation
+        RENDER_FAILED,  # page guard → render: why the navigation failed
+        RENDER_FINAL,  # render: this attempt's outcome is settled
     }
 )
 # Retry bookkeeping: a retry counts on from it; a redirect hop or a rendered

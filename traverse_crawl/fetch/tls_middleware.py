@@ -18,6 +18,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 
 from traverse_crawl.config.settings import get_config
+from traverse_crawl.meta_keys import PAGE_ID, WARNINGS
 
 
 class UnverifiedTlsMiddleware:
@@ -30,12 +31,12 @@ class UnverifiedTlsMiddleware:
         return cls(crawler)
 
     def process_response(self, request: Request, response: Response) -> Response:
-        if request.url.startswith("https:") and "traverse_page_id" in request.meta:
+        if request.url.startswith("https:") and PAGE_ID in request.meta:
             warning = (
                 f"TLS certificate of {request.url} not verified "
                 "(DOWNLOAD_VERIFY_CERTIFICATES is False)"
             )
-            warnings: list[str] = request.meta.setdefault("traverse_warnings", [])
+            warnings: list[str] = request.meta.setdefault(WARNINGS, [])
             if warning not in warnings:
                 warnings.append(warning)
         return response

@@ -38,7 +38,7 @@ from traverse_crawl.crawl.stop import CrawlStopped, stopping
 from traverse_crawl.distributed.ledger_slot import LedgerSlot
 from traverse_crawl.distributed.shared_politeness import shared_politeness
 from traverse_crawl.fetch import urls
-from traverse_crawl.fetch.attempt import BACKOFF, NOT_BEFORE, ORIGIN_DELAY
+from traverse_crawl.meta_keys import BACKOFF, NOT_BEFORE, ORIGIN_DELAY, ROBOTS
 from traverse_crawl.politeness.delay_slot import PoliteSlot
 from traverse_crawl.stats import inc
 
@@ -59,7 +59,7 @@ class PolitenessMiddleware:
         return cls(crawler)
 
     def process_request(self, request: Request) -> None:
-        if stopping(self.crawler) and not request.meta.get("traverse_robots"):
+        if stopping(self.crawler) and not request.meta.get(ROBOTS):
             # SIGINT/SIGTERM: nothing new starts (crawl/stop.py).
             raise CrawlStopped(f"crawl stopped before {request.url} was sent")
         meta = request.meta
@@ -72,9 +72,9 @@ class PolitenessMiddleware:
         slots = self.crawler.engine.downloader.slots
         slot = slots.get(key)
         if slot is None:
-            delay = 0.0 if meta.get("traverse_robots") else self._delay(meta)
+            delay = 0.0 if meta.get(ROBOTS) else self._delay(meta)
             concurrency = 1 if delay else self.per_domain
-            if self.ledger is None or meta.get("traverse_robots"):
+            if self.ledger is None or meta.get(ROBOTS):
                 slots[key] = PoliteSlot(concurrency, delay)
             else:
                 slots[key] = LedgerSlot(
@@ -85,7 +85,7 @@ class PolitenessMiddleware:
                     downloader=self.crawler.engine.downloader,
                     stats=self.crawler.stats,
                 )
-            if not meta.get("traverse_robots"):
+            if not meta.get(ROBOTS):
                 inc(self.crawler.stats, "politeness/origins")
         elif isinstance(slot, PoliteSlot) and ORIGIN_DELAY in meta:
             slot.delay = self._delay(meta)

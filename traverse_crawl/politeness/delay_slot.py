@@ -17,7 +17,7 @@ from typing import Any
 from scrapy import Request
 from scrapy.core.downloader import Slot
 
-from traverse_crawl.fetch.attempt import NOT_BEFORE
+from traverse_crawl.meta_keys import NOT_BEFORE
 
 _EPSILON = 1e-6
 

@@ -27,6 +27,7 @@ from traverse_crawl.errors import FetchError
 from traverse_crawl.fetch import urls
 from traverse_crawl.fetch.attempt import drop_validators, next_attempt
 from traverse_crawl.fetch.exceptions import PageFailed
+from traverse_crawl.meta_keys import REDIRECTS
 from traverse_crawl.stats import inc
 
 
@@ -55,7 +56,7 @@ class RedirectMiddleware:
                     status,
                 )
             )
-        chain: list[str] = request.meta.get("traverse_redirects", [])
+        chain: list[str] = request.meta.get(REDIRECTS, [])
         if len(chain) >= self.max_redirects:
             start = chain[0] if chain else request.url
             raise PageFailed(
@@ -75,7 +76,7 @@ class RedirectMiddleware:
             )
         # A new attempt at another URL: its own retries, no validators (SPEC §7.1, §10).
         meta = next_attempt(request.meta)
-        meta["traverse_redirects"] = [*chain, request.url]
+        meta[REDIRECTS] = [*chain, request.url]
         meta["download_slot"] = urls.origin(next_url)
         headers = request.headers.copy()
         drop_validators(headers)

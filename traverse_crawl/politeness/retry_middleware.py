@@ -38,9 +38,10 @@ from twisted.internet.error import TimeoutError as TxTimeoutError
 from traverse_crawl.config.settings import get_config
 from traverse_crawl.distributed.shared_politeness import shared_politeness
 from traverse_crawl.fetch import urls
-from traverse_crawl.fetch.attempt import BACKOFF, next_attempt
+from traverse_crawl.fetch.attempt import next_attempt
 from traverse_crawl.fetch.failures import is_untrusted_certificate
 from traverse_crawl.fetch.handler import headers_too_large
+from traverse_crawl.meta_keys import BACKOFF, WARNINGS
 from traverse_crawl.politeness.retry import is_retryable_status, retry_wait
 
 logger = logging.getLogger(__name__)
@@ -105,7 +106,7 @@ class RetryMiddleware:
         # A new attempt of the same request: the count goes on, the rest starts afresh.
         new = new.replace(meta=next_attempt(new.meta, retry=True))
         attempt = new.meta["retry_times"]
-        warnings: list[str] = request.meta.setdefault("traverse_warnings", [])
+        warnings: list[str] = request.meta.setdefault(WARNINGS, [])
         warnings.append(f"retry {attempt}/{self.max_retries} for {request.url} after {reason}")
         wait = new.meta[BACKOFF] = retry_wait(
             attempt, self.backoff, retry_after, self.retry_after_max, self.random

@@ -61,9 +61,9 @@ from traverse_crawl.crawl.stop import CrawlStopped
 from traverse_crawl.distributed.shared_politeness import shared_politeness
 from traverse_crawl.errors import FetchError
 from traverse_crawl.fetch import urls
-from traverse_crawl.fetch.attempt import ORIGIN_DELAY
 from traverse_crawl.fetch.exceptions import PageFailed, fetch_error_from_failure
 from traverse_crawl.fetch.request import WhatwgRequest
+from traverse_crawl.meta_keys import ORIGIN_DELAY, ROBOTS, SITEMAP, WARNINGS
 from traverse_crawl.politeness import robots
 from traverse_crawl.stats import inc
 
@@ -105,10 +105,10 @@ class RobotsMiddleware:
 
     async def process_request(self, request: Request) -> Response | None:
         meta = request.meta
-        if meta.get("traverse_robots"):
+        if meta.get(ROBOTS):
             return None
         origin = urls.origin(request.url)
-        if meta.get("traverse_sitemap") == "robots":
+        if meta.get(SITEMAP) == "robots":
             return await self._robots_txt(origin, request)
         if not self.obey:
             return None
@@ -116,11 +116,11 @@ class RobotsMiddleware:
         rules = self.rules[origin]
         # The warning goes to the first page, whichever request started the load
         # (a sitemap request may): the page's warnings do not depend on timing.
-        if "traverse_sitemap" not in meta and origin in self.unclaimed:
+        if SITEMAP not in meta and origin in self.unclaimed:
             warning = self.unclaimed.pop(origin)
             # Distributed: one page of the whole crawl gets it, as in one process.
             if self.shared is None or await self._claim_warning(origin, warning):
-                meta.setdefault("traverse_warnings", []).append(warning)
+                meta.setdefault(WARNINGS, []).append(warning)
         if not rules.allows(robots.path_and_query(request.url)):
             inc(self.crawler.stats, "robots/denied")
             logger.debug("robots.txt denies %s", request.url)
@@ -197,7 +197,7 @@ class RobotsMiddleware:
             origin + "/robots.txt",
             headers={"Accept": "text/plain,*/*"},
             meta={
-                "traverse_robots": True,
+                ROBOTS: True,
                 "dont_retry": True,
                 "dont_redirect": True,
                 "handle_httpstatus_all": True,
@@ -231,7 +231,7 @@ class RobotsMiddleware:
     def bytes_received(self, data: bytes, request: Request, **kwargs: Any) -> None:
         """Stop a robots.txt download once 500 KiB are in (RFC 9309 §2.5)."""
         key = id(request)
-        if key not in self.received or not request.meta.get("traverse_robots"):
+        if key not in self.received or not request.meta.get(ROBOTS):
             return
         if not self.received[key]:
             # The handler read the unbounded size when the body began; restore the

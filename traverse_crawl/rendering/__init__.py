@@ -1,7 +1,7 @@
 """Rendering pages in Chromium through scrapy-playwright (SPEC §11, CONTRACT §2).
 
-- ``addon``: ``RenderAddon`` installs scrapy-playwright and the render middleware,
-  and checks the browser at start-up, only when pages are rendered;
+- ``addon``: the add-on's render part installs scrapy-playwright and the render
+  middleware, and checks the browser at start-up, only when pages are rendered;
 - ``browser``: launch-option defaults and the one real launch at start-up;
 - ``handler``: scrapy-playwright's download handler over ``wire``'s exact-target one;
 - ``navigation``: a rendered page's navigation, fetched with the exact request target;
@@ -10,6 +10,6 @@
 - ``pageguard``: the browser side, answering every request a rendered page makes;
 - ``response``: responses kept in meta as data, the rendered DOM as UTF-8 HTML.
 
-The pure parts (meta keys, the ``renderEscalation`` record, SPEC §4's warnings)
+The pure parts (the ``renderEscalation`` record, SPEC §4's warnings)
 are in ``traverse_crawl.rendering.escalation``; the shell heuristic in ``core.shell``.
 """

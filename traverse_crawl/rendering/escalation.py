@@ -1,7 +1,4 @@
-"""The render policy's pure parts: meta keys, the ``renderEscalation`` record, SPEC §4's texts.
-
-The meta keys are shared by the render middleware and the page guard
-(``traverse_crawl.rendering``); declared here, neither imports the other for them.
+"""The render policy's pure parts: the ``renderEscalation`` record, SPEC §4's texts.
 
 ``judge()`` decides what the response of a rendered attempt means (SPEC §11), so
 each branch is tested without a browser. ``escalation()`` builds the object the
@@ -19,17 +16,6 @@ from typing import Any, Literal
 from traverse_crawl.errors import ErrorKind, FetchError
 from traverse_crawl.rendering import shell
 from traverse_crawl.snapshots.model import decode_text, resolve_content_type
-
-# Meta keys of a rendered page request (documented in traverse_crawl.rendering.middleware).
-RENDER = "traverse_render"
-FALLBACK = "traverse_render_fallback"
-FINAL = "traverse_render_final"
-ESCALATION = "traverse_render_escalation"
-# Set by the page guard (the browser side), read by the render middleware.
-GUARD_KEY = "traverse_render_guard"
-HANDOFF = "traverse_render_handoff"
-DENIED = "traverse_render_denied"
-FAILED = "traverse_render_failed"
 
 Outcome = Literal["not-needed", "rendered", "render-failed-fallback"]
 

@@ -1,6 +1,6 @@
 """Render pages in Chromium through scrapy-playwright (SPEC §11, CONTRACT §2, issue 5).
 
-``RenderAddon`` (``traverse_crawl.rendering.addon``) adds this middleware to
+The add-on (``traverse_crawl.rendering.addon``, its render part) adds this middleware to
 ``DOWNLOADER_MIDDLEWARES`` at 540 only when pages are rendered, so it imports
 Playwright at the top: a crawl that never renders never imports this module.
 ``TRAVERSE_RENDER`` applies to every page of the crawl:
@@ -66,24 +66,26 @@ from scrapy_playwright.page import PageMethod
 
 from traverse_crawl.config.settings import get_config
 from traverse_crawl.errors import FetchError
-from traverse_crawl.fetch.attempt import SNAPSHOT, drop_validators, next_attempt
+from traverse_crawl.fetch.attempt import drop_validators, next_attempt
 from traverse_crawl.fetch.exceptions import PageFailed, RenderWaitTimeout
+from traverse_crawl.meta_keys import (
+    HINT,
+    PAGE_ID,
+    RENDER,
+    RENDER_DENIED,
+    RENDER_ESCALATION,
+    RENDER_FAILED,
+    RENDER_FALLBACK,
+    RENDER_FINAL,
+    RENDER_GUARD,
+    RENDER_HANDOFF,
+    ROBOTS,
+    SNAPSHOT,
+    WARNINGS,
+)
 from traverse_crawl.politeness.redirect_middleware import RedirectMiddleware
 from traverse_crawl.rendering import navigation, pageguard
-from traverse_crawl.rendering.escalation import (
-    DENIED,
-    ESCALATION,
-    FAILED,
-    FALLBACK,
-    FINAL,
-    GUARD_KEY,
-    HANDOFF,
-    RENDER,
-    always_warnings,
-    escalation,
-    judge,
-    shell_signals,
-)
+from traverse_crawl.rendering.escalation import always_warnings, escalation, judge, shell_signals
 from traverse_crawl.rendering.response import as_rendered_html, freeze, thaw, utf8_body
 from traverse_crawl.stats import inc
 
@@ -95,7 +97,7 @@ CONTEXT = "traverse"
 
 
 def is_page(meta: dict[str, Any]) -> bool:
-    return "traverse_page_id" in meta and not meta.get("traverse_robots")
+    return PAGE_ID in meta and not meta.get(ROBOTS)
 
 
 class RenderMiddleware:
@@ -150,10 +152,10 @@ class RenderMiddleware:
             return
         if self.policy == "always":
             meta.setdefault(RENDER, True)
-            warnings: list[str] = meta.setdefault("traverse_warnings", [])
+            warnings: list[str] = meta.setdefault(WARNINGS, [])
             warnings.extend(w for w in self.always_warnings if w not in warnings)
         if not meta.get(RENDER):
-            meta[ESCALATION] = escalation(self.policy, False, False, "not-needed")
+            meta[RENDER_ESCALATION] = escalation(self.policy, False, False, "not-needed")
             return
         inc(self.crawler.stats, "render/attempts")
         meta.update(
@@ -168,7 +170,7 @@ class RenderMiddleware:
                     "timeout": self.timeout_ms,
                 },
                 "playwright_page_methods": [PageMethod(pageguard.settle, self.guard.key)],
-                GUARD_KEY: self.guard.key,
+                RENDER_GUARD: self.guard.key,
                 "dont_retry": True,
             }
         )
@@ -177,7 +179,7 @@ class RenderMiddleware:
 
     def process_response(self, request: Request, response: Response) -> Request | Response:
         meta = request.meta
-        if not is_page(meta) or meta.get(FINAL):
+        if not is_page(meta) or meta.get(RENDER_FINAL):
             return response
         if meta.get(RENDER):
             return self._rendered(request, response)
@@ -187,7 +189,7 @@ class RenderMiddleware:
 
     def _rendered(self, request: Request, response: Response) -> Request | Response:
         meta = request.meta
-        handoff = meta.pop(HANDOFF, None)
+        handoff = meta.pop(RENDER_HANDOFF, None)
         if handoff is not None:
             # The page navigated itself away (a script or meta refresh) after it
             # loaded; the redirect middleware has already run, so it is asked here.
@@ -204,20 +206,20 @@ class RenderMiddleware:
             response.status,
             rendered=rendered,
             location=location.decode("latin-1") if location else None,
-            escalated=FALLBACK in meta,
+            escalated=RENDER_FALLBACK in meta,
             size=len(body),
             maxsize=self.maxsize,
         )
         if verdict.error is not None:
             return self._fail(request, verdict.error)
-        meta[FINAL] = True
+        meta[RENDER_FINAL] = True
         if verdict.kind == "as-fetched":
             # The navigation's own response, handed back by the page guard.
             inc(self.crawler.stats, "render/not_html")
-            meta[ESCALATION] = escalation(self.policy, False, False, "not-needed")
+            meta[RENDER_ESCALATION] = escalation(self.policy, False, False, "not-needed")
             return response
         inc(self.crawler.stats, "render/rendered")
-        meta[ESCALATION] = escalation(
+        meta[RENDER_ESCALATION] = escalation(
             self.policy, self.policy == "on-shell-warning", True, "rendered"
         )
         return as_rendered_html(response, body, request.url)
@@ -230,7 +232,7 @@ class RenderMiddleware:
             response.status,
             header.decode("latin-1") if header else None,
             response.body,
-            hint=meta.get("traverse_hint"),
+            hint=meta.get(HINT),
             not_modified=isinstance(snapshot, dict) and bool(snapshot.get("notModified")),
         )
         if signals_ is None:
@@ -240,14 +242,14 @@ class RenderMiddleware:
         # A new attempt: nothing of the plain one's (backoff deadline, retries, ...).
         new_meta = next_attempt(meta)
         new_meta[RENDER] = True
-        new_meta[FALLBACK] = freeze(response)
+        new_meta[RENDER_FALLBACK] = freeze(response)
         # The rendered attempt's warnings are its own; a fallback restores these.
-        new_meta["traverse_warnings"] = list(meta.get("traverse_warnings") or [])
-        new_meta[FALLBACK]["warnings"] = list(new_meta["traverse_warnings"])
+        new_meta[WARNINGS] = list(meta.get(WARNINGS) or [])
+        new_meta[RENDER_FALLBACK]["warnings"] = list(new_meta[WARNINGS])
         # The plain attempt already followed the redirects to this URL; a redirect
         # now fails the render, and the plain page is kept.
         new_meta["dont_redirect"] = True
-        new_meta.pop(ESCALATION, None)
+        new_meta.pop(RENDER_ESCALATION, None)
         headers = request.headers.copy()
         drop_validators(headers)
         return request.replace(url=response.url, meta=new_meta, headers=headers, dont_filter=True)
@@ -256,13 +258,15 @@ class RenderMiddleware:
 
     def process_exception(self, request: Request, exception: Exception) -> Response | None:
         meta = request.meta
-        if not is_page(meta) or meta.get(FINAL):
+        if not is_page(meta) or meta.get(RENDER_FINAL):
             return None
         if not meta.get(RENDER):
             if self.policy == "on-shell-warning":
-                meta.setdefault(ESCALATION, escalation(self.policy, False, False, "not-needed"))
+                meta.setdefault(
+                    RENDER_ESCALATION, escalation(self.policy, False, False, "not-needed")
+                )
             return None
-        handoff = meta.pop(HANDOFF, None)
+        handoff = meta.pop(RENDER_HANDOFF, None)
         if handoff is not None:
             inc(self.crawler.stats, "render/handed_back")
             return thaw(handoff, request)
@@ -272,12 +276,12 @@ class RenderMiddleware:
         meta = request.meta
         if isinstance(exception, PageFailed):
             return exception.error
-        denied = meta.pop(DENIED, None)
+        denied = meta.pop(RENDER_DENIED, None)
         if denied is not None:
             return FetchError.from_dict(denied)
         if isinstance(exception, RenderWaitTimeout):
             return FetchError("render-error", f"render of {request.url}: {exception}")
-        reason = meta.pop(FAILED, None)
+        reason = meta.pop(RENDER_FAILED, None)
         if isinstance(exception, PlaywrightTimeoutError) or (reason and "Timeout" in reason):
             return FetchError(
                 "render-error", f"render of {request.url} timed out after {self.timeout_ms}ms"
@@ -290,11 +294,13 @@ class RenderMiddleware:
         meta = request.meta
         inc(self.crawler.stats, "render/failed")
         logger.debug("render failed: %s (%s)", request.url, error.message)
-        meta[FINAL] = True
-        plain = meta.get(FALLBACK)
+        meta[RENDER_FINAL] = True
+        plain = meta.get(RENDER_FALLBACK)
         if plain is None:
             raise PageFailed(error)
         inc(self.crawler.stats, "render/fallback")
-        meta[ESCALATION] = escalation(self.policy, True, True, "render-failed-fallback", error)
-        meta["traverse_warnings"] = list(plain.get("warnings", []))
+        meta[RENDER_ESCALATION] = escalation(
+            self.policy, True, True, "render-failed-fallback", error
+        )
+        meta[WARNINGS] = list(plain.get("warnings", []))
         return thaw(plain, request)

@@ -62,12 +62,18 @@ from traverse_crawl.egress import rules as egress
 from traverse_crawl.errors import FetchError
 from traverse_crawl.fetch import urls
 from traverse_crawl.fetch.attempt import CONDITIONAL_HEADERS
-from traverse_crawl.rendering.escalation import DENIED, FAILED, GUARD_KEY, HANDOFF
+from traverse_crawl.meta_keys import (
+    RENDER_DENIED,
+    RENDER_FAILED,
+    RENDER_GUARD,
+    RENDER_HANDOFF,
+    WARC_NAVIGATION,
+)
 from traverse_crawl.rendering.navigation import Navigator
 from traverse_crawl.rendering.settle import PageState, settle_page
 from traverse_crawl.snapshots.model import resolve_content_type
 from traverse_crawl.stats import Stats, inc
-from traverse_crawl.warc.records import NAVIGATION, navigation_record
+from traverse_crawl.warc.records import navigation_record
 
 logger = logging.getLogger(__name__)
 
@@ -181,7 +187,7 @@ class PageGuard:
                 inc(self.stats, "render/egress_blocked")
                 logger.debug("render: refused %s (%s)", request.url, refusal.message)
                 if main and not state.navigated:
-                    state.meta[DENIED] = refusal.to_dict()
+                    state.meta[RENDER_DENIED] = refusal.to_dict()
                 await route.abort("blockedbyclient")
                 return
             if self.abort_request is not None:
@@ -198,10 +204,10 @@ class PageGuard:
                 await self._fetch(state, route)
         except Exception as exc:  # the I/O edge: a request that fails is aborted
             logger.debug("render: %s failed: %s", request.url, exc)
-            if route.request.is_navigation_request() and HANDOFF not in state.meta:
+            if route.request.is_navigation_request() and RENDER_HANDOFF not in state.meta:
                 # The browser would only say net::ERR_FAILED; keep the reason.
                 text = str(exc).strip() or type(exc).__name__
-                state.meta.setdefault(FAILED, text.splitlines()[0])
+                state.meta.setdefault(RENDER_FAILED, text.splitlines()[0])
             with suppress(PlaywrightError):
                 await route.abort("failed")
 
@@ -211,7 +217,7 @@ class PageGuard:
             # A script or meta-refresh navigation: stopped here and handed back to
             # Scrapy as a redirect, so robots, egress and politeness see the hop.
             inc(self.stats, "render/client_redirects")
-            state.meta.setdefault(HANDOFF, _redirect_to(request.url))
+            state.meta.setdefault(RENDER_HANDOFF, _redirect_to(request.url))
             state.redirected.set()
             # A 204 answer to a navigation leaves the document in place (no error page).
             await route.fulfill(status=204, body=b"")
@@ -224,12 +230,12 @@ class PageGuard:
             record = navigation_record(
                 answer.url, answer.status, answer.wire_headers, answer.wire_body
             )
-            state.meta[NAVIGATION] = record
+            state.meta[WARC_NAVIGATION] = record
         content_type = answer.header("content-type")
         if 200 <= answer.status < 300 and resolve_content_type(content_type) == "html":
             await route.fulfill(status=answer.status, headers=answer.fulfilled(), body=answer.body)
             return
-        state.meta[HANDOFF] = answer.handoff()
+        state.meta[RENDER_HANDOFF] = answer.handoff()
         await route.abort("blockedbyclient")
 
     async def _fetch(self, state: PageState, route: Route) -> None:
@@ -286,7 +292,7 @@ async def init_page(page: Page, request: Any) -> None:
     a page that could not be guarded is closed: its navigation then fails.
     """
     try:
-        guard = GUARDS[request.meta[GUARD_KEY]]
+        guard = GUARDS[request.meta[RENDER_GUARD]]
         await guard.init_page(page, request.meta, request.url)
     except BaseException:
         with suppress(PlaywrightError):

@@ -22,7 +22,8 @@ from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from traverse_crawl.errors import FetchError
 from traverse_crawl.fetch.exceptions import ClientRedirect, RenderWaitTimeout
-from traverse_crawl.rendering.escalation import HANDOFF, networkidle_warning
+from traverse_crawl.meta_keys import RENDER_HANDOFF, WARNINGS
+from traverse_crawl.rendering.escalation import networkidle_warning
 
 
 @dataclass
@@ -41,7 +42,7 @@ class PageState:
         return max(1.0, (self.deadline - time.monotonic()) * 1000)
 
     def warn(self, warning: str) -> None:
-        warnings: list[str] = self.meta.setdefault("traverse_warnings", [])
+        warnings: list[str] = self.meta.setdefault(WARNINGS, [])
         if warning not in warnings:
             warnings.append(warning)
 
@@ -61,12 +62,12 @@ async def settle_page(page: Page, state: PageState, timeout: float, wait_for: st
     finally:
         for task in (waiting, redirected):
             task.cancel()
-    if HANDOFF in state.meta:
+    if RENDER_HANDOFF in state.meta:
         # Navigated away: the document is not taken, the handoff is followed.
         # Closed first, so scrapy-playwright neither waits for a "load" that
         # never comes after a navigation during parsing, nor logs a traceback.
         await _close(page)
-        raise ClientRedirect(state.meta[HANDOFF]["headers"][0][1])
+        raise ClientRedirect(state.meta[RENDER_HANDOFF]["headers"][0][1])
     try:
         waiting.result()
     except RenderWaitTimeout:

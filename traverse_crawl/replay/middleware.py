@@ -61,8 +61,15 @@ from scrapy.http import HtmlResponse, Response, TextResponse
 
 from traverse_crawl.config.settings import get_config
 from traverse_crawl.errors import FetchError
-from traverse_crawl.fetch.attempt import REPLAY_WORK, SNAPSHOT
 from traverse_crawl.fetch.exceptions import PageFailed
+from traverse_crawl.meta_keys import (
+    PAGE_ID,
+    REPLAY_READ,
+    REPLAY_WORK,
+    SITEMAP_ID,
+    SNAPSHOT,
+    WARNINGS,
+)
 from traverse_crawl.replay.reader import Read, ReplayReader
 from traverse_crawl.replay.reader_process import Answer
 from traverse_crawl.snapshots.model import BINARY_TYPES, MEDIA_TYPES, Snapshot, with_flags
@@ -75,7 +82,6 @@ store_logger = logging.getLogger("traverse_crawl.snapshots.store")  # its damage
 # A Content-Type that resolves back to the stored type (SPEC §9), for callbacks
 # that look at the Response rather than at the snapshot.
 _CONTENT_TYPES = MEDIA_TYPES
-READ = "traverse_replay_read"
 # Pages asked of the reader and not yet taken by a request: enough to keep the
 # downloader's 16 fed while the reader runs ahead, few enough that the answers
 # held (a snapshot each) stay small however many pages are scheduled — and fewer
@@ -135,7 +141,7 @@ class ReplayMiddleware:
             )
 
     def _scheduled(self, request: Request) -> None:
-        if isinstance(request.meta.get("traverse_page_id"), str):
+        if isinstance(request.meta.get(PAGE_ID), str):
             self.queued.append(request)
             self._ask()
 
@@ -147,8 +153,8 @@ class ReplayMiddleware:
         limit = max(2, min(READ_AHEAD, READ_AHEAD_BYTES // reader.large))
         while self.queued and self.ahead < limit and reader.alive:
             meta = self.queued.popleft().meta
-            if READ not in meta:  # not asked for already, out of turn
-                meta[READ] = reader.read(meta["traverse_page_id"])
+            if REPLAY_READ not in meta:  # not asked for already, out of turn
+                meta[REPLAY_READ] = reader.read(meta[PAGE_ID])
                 self.ahead += 1
 
     def _ready(self, read: Read) -> None:
@@ -165,14 +171,14 @@ class ReplayMiddleware:
 
     def process_request(self, request: Request) -> Response | asyncio.Future[Response]:
         meta = request.meta
-        read: Read | None = meta.pop(READ, None)
+        read: Read | None = meta.pop(REPLAY_READ, None)
         if read is None:  # not asked of the reader: no reader, or its turn had not come
             if self.reader is not None:
-                meta[READ] = None  # served: ``_ask`` passes over it when its turn comes
+                meta[REPLAY_READ] = None  # served: ``_ask`` passes over it when its turn comes
             return self._serve(request, None)
         self.ahead -= 1
         self._ask()
-        if read.page_id != meta.get("traverse_page_id"):  # a copied meta: not this page's
+        if read.page_id != meta.get(PAGE_ID):  # a copied meta: not this page's
             return self._serve(request, None)
         if read.answer is not None or read.lost:
             return self._serve(request, read.answer)
@@ -183,7 +189,7 @@ class ReplayMiddleware:
 
     def _serve(self, request: Request, answer: Answer | None) -> Response:
         """The page's Response from the reader's ``answer``, or from a read here (None)."""
-        page_id = request.meta.get("traverse_page_id") or request.meta.get("traverse_sitemap_id")
+        page_id = request.meta.get(PAGE_ID) or request.meta.get(SITEMAP_ID)
         if not isinstance(page_id, str):
             inc(self.crawler.stats, "replay/refused")
             raise IgnoreRequest(f"replay mode makes no network request: {request.url}")
@@ -215,7 +221,7 @@ class ReplayMiddleware:
             if damaged:
                 message = f'no usable snapshot for sourceId "{page_id}": {"; ".join(damaged)}'
             raise PageFailed(FetchError("no-snapshot", message))
-        request.meta.setdefault("traverse_warnings", []).extend(damaged)
+        request.meta.setdefault(WARNINGS, []).extend(damaged)
         inc(self.crawler.stats, "replay/served")
         request.meta[SNAPSHOT] = with_flags(snapshot, fromCache=True)
         return _response(request, snapshot, body)

@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 
 from traverse_crawl.crawl.links import find_links
 from traverse_crawl.fetch import urls
-from traverse_crawl.snapshots.model import body_bytes
+from traverse_crawl.snapshots.model import Snapshot, body_bytes
 from traverse_crawl.snapshots.source_ref import build_source_ref
 from traverse_crawl.snapshots.store import FilesystemSnapshotStore
 from traverse_crawl.snapshots.writer_process import Frames, next_batch, send
@@ -51,14 +51,14 @@ class PageWork(NamedTuple):
 
 
 class Answer(NamedTuple):
-    snapshot: dict[str, Any] | None
+    snapshot: Snapshot | None
     damaged: list[str]  # damaged files skipped, described as the store describes them
     failed: str | None  # the store could not be read at all: why
     body: bytes | None  # the Response's body, for a text snapshot
     work: PageWork | None
 
 
-def page_work(snapshot: dict[str, Any], max_links: int | None, size: int) -> PageWork:
+def page_work(snapshot: Snapshot, max_links: int | None, size: int) -> PageWork:
     """``size``: ``len(body_bytes(snapshot))``, the manifest's ``bodySize``."""
     origin = urls.origin(snapshot["url"])
     links: list[str] | None = None
@@ -107,7 +107,8 @@ def main() -> None:
         for page_id in batch:
             found = answer(store, page_id, max_links)
             answers.append(plain(found))
-            size += len(found.body or b"") + len((found.snapshot or {}).get("body") or "")
+            text = found.snapshot.get("body") if found.snapshot else None
+            size += len(found.body or b"") + len(text or "")
             if size >= FRAME_BYTES:  # large pages: each goes out as soon as it is read
                 if not send(1, answers):
                     return

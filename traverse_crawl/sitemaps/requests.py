@@ -48,6 +48,7 @@ from traverse_crawl.crawl.frontier import Frontier
 from traverse_crawl.fetch import urls
 from traverse_crawl.fetch.exceptions import fetch_error_from_failure
 from traverse_crawl.fetch.request import WhatwgRequest
+from traverse_crawl.meta_keys import REDIRECTS, SEED, SITEMAP, SITEMAP_ID, SNAPSHOT
 from traverse_crawl.sitemaps.parse import parse_sitemap
 from traverse_crawl.sitemaps.walk import SitemapWalk
 from traverse_crawl.snapshots.model import Snapshot, build_snapshot
@@ -103,9 +104,9 @@ class SitemapReader:
         walk.start(fetch)
         origin = urls.origin(fetch.url)
         meta: dict[str, Any] = {
-            "traverse_seed": key,
-            "traverse_sitemap": fetch.kind,
-            "traverse_sitemap_id": sitemap_id(self.seed_ids[key], fetch.url),
+            SEED: key,
+            SITEMAP: fetch.kind,
+            SITEMAP_ID: sitemap_id(self.seed_ids[key], fetch.url),
             "handle_httpstatus_all": True,
             "download_slot": origin,
         }
@@ -129,7 +130,7 @@ class SitemapReader:
 
     async def read(self, response: Response) -> None:
         """Hand a response to its walk: robots.txt's text, or a sitemap document."""
-        walk = self.walks[response.meta["traverse_seed"]]
+        walk = self.walks[response.meta[SEED]]
         try:
             await self._read(response, walk)
         except Exception as exc:  # a bug must not leave the seed waiting for its sitemaps
@@ -139,8 +140,8 @@ class SitemapReader:
 
     async def _read(self, response: Response, walk: SitemapWalk) -> None:
         meta = response.meta
-        robots = meta["traverse_sitemap"] == "robots"
-        snapshot: Snapshot | None = meta.get("traverse_snapshot")  # replay
+        robots = meta[SITEMAP] == "robots"
+        snapshot: Snapshot | None = meta.get(SNAPSHOT)  # replay
         if snapshot is None:
             if not 200 <= response.status < 300:
                 if robots:
@@ -168,12 +169,12 @@ class SitemapReader:
 
     def failed(self, failure: Failure) -> None:
         request = failure.request  # type: ignore[attr-defined]
-        walk = self.walks[request.meta["traverse_seed"]]
+        walk = self.walks[request.meta[SEED]]
         error = fetch_error_from_failure(
             failure, request, self.download_timeout, self.download_maxsize
         )
         logger.debug("sitemap request %s failed: %s", request.url, error.message)
-        if request.meta["traverse_sitemap"] == "robots":
+        if request.meta[SITEMAP] == "robots":
             walk.robots_read(None)
         else:
             self._failed(walk, error.message, error.kind == "no-snapshot")
@@ -191,13 +192,13 @@ class SitemapReader:
             body = gunzip(body, max_size=self.download_maxsize)
         header = response.headers.get(b"Content-Type")
         return build_snapshot(
-            source_id=meta["traverse_sitemap_id"],
+            source_id=meta[SITEMAP_ID],
             url=response.url,
             status=response.status,
             content_type="text",
             raw_body=body,
             content_type_header=header.decode("latin-1") if header else None,
-            redirects=meta.get("traverse_redirects"),
+            redirects=meta.get(REDIRECTS),
         )
 
     async def _store(self, snapshot: Snapshot, walk: SitemapWalk) -> None:

@@ -10,12 +10,15 @@ from __future__ import annotations
 import base64
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the writer process imports no more than the standard library
+    from traverse_crawl.snapshots.model import Snapshot
 
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
-def serialize(snapshot: dict[str, Any]) -> str:
+def serialize(snapshot: Snapshot) -> str:
     """``JSON.stringify(toDiskShape(snapshot), null, 2)``, byte for byte.
 
     ``bodyBytes`` becomes ``bodyBytesBase64``, appended last. A lone surrogate
@@ -27,7 +30,7 @@ def serialize(snapshot: dict[str, Any]) -> str:
     return _escape_lone_surrogates(text) if _LONE_SURROGATE.search(text) else text
 
 
-def encode(snapshot: dict[str, Any]) -> bytes:
+def encode(snapshot: Snapshot) -> bytes:
     """The file's bytes: ``serialize`` as UTF-8 (what ``put`` writes).
 
     Only an encoding that fails can hold a lone surrogate, so the regex scan of
@@ -40,7 +43,7 @@ def encode(snapshot: dict[str, Any]) -> bytes:
         return _escape_lone_surrogates(text).encode("utf-8")
 
 
-def _json_text(snapshot: dict[str, Any]) -> str:
+def _json_text(snapshot: Snapshot) -> str:
     data = {key: value for key, value in snapshot.items() if key != "bodyBytes"}
     body_bytes = snapshot.get("bodyBytes")
     if body_bytes is not None:

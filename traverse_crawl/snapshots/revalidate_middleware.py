@@ -44,19 +44,13 @@ from twisted.internet.threads import deferToThread
 
 from traverse_crawl.config.settings import get_config
 from traverse_crawl.fetch import urls
-from traverse_crawl.fetch.attempt import (
-    CONDITIONAL_HEADERS,
-    REVALIDATE_SENT,
-    SNAPSHOT,
-    drop_validators,
-)
+from traverse_crawl.fetch.attempt import CONDITIONAL_HEADERS, drop_validators
+from traverse_crawl.meta_keys import PAGE_ID, REVALIDATE_PRIOR, REVALIDATE_SENT, SNAPSHOT, WARNINGS
 from traverse_crawl.snapshots.model import Snapshot, with_flags
 from traverse_crawl.snapshots.store import FilesystemSnapshotStore
 from traverse_crawl.stats import inc
 
 logger = logging.getLogger(__name__)
-
-PRIOR = "traverse_revalidate_prior"
 
 
 def request_identity(url: object) -> str | None:
@@ -99,12 +93,12 @@ class RevalidateMiddleware:
 
     async def process_request(self, request: Request) -> None:
         meta = request.meta
-        page_id = meta.get("traverse_page_id")
+        page_id = meta.get(PAGE_ID)
         if not isinstance(page_id, str) or meta.get("playwright"):
             return
-        if PRIOR not in meta:
-            meta[PRIOR] = await self._lookup(page_id, meta)
-        prior: Snapshot | None = meta[PRIOR]
+        if REVALIDATE_PRIOR not in meta:
+            meta[REVALIDATE_PRIOR] = await self._lookup(page_id, meta)
+        prior: Snapshot | None = meta[REVALIDATE_PRIOR]
         if prior is None:
             return
         if not _same_url(request.url, prior.get("url")):
@@ -127,7 +121,7 @@ class RevalidateMiddleware:
                 deferToThread(self.store.latest, page_id)
             )
         except Exception as exc:  # the I/O edge: fetch unconditionally (SPEC §10)
-            warnings: list[str] = meta.setdefault("traverse_warnings", [])
+            warnings: list[str] = meta.setdefault(WARNINGS, [])
             warnings.append(
                 f"revalidate: prior-snapshot lookup failed ({exc}); fetching unconditionally"
             )
@@ -138,7 +132,7 @@ class RevalidateMiddleware:
         meta = request.meta
         if response.status != 304 or meta.get(REVALIDATE_SENT) != request.url:
             return response
-        prior: Snapshot | None = meta.get(PRIOR)
+        prior: Snapshot | None = meta.get(REVALIDATE_PRIOR)
         if prior is None:
             return response
         meta[SNAPSHOT] = with_flags(prior, fromCache=True, notModified=True)

@@ -13,10 +13,13 @@ forage's choice). The parser never raises, whatever it is given.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import quote_plus, unquote, unquote_plus
 
 from traverse_crawl.utils.javascript import encode_uri_component, well_formed
+
+if TYPE_CHECKING:
+    from traverse_crawl.snapshots.model import Snapshot
 
 PREFIX = "traverse-snapshot:"
 _HEX = frozenset("0123456789abcdefABCDEF")
@@ -37,7 +40,7 @@ def _form_encode(value: str) -> str:
     return quote_plus(well_formed(value), safe="*").replace("~", "%7E")
 
 
-def build_source_ref(snapshot: dict[str, Any]) -> str:
+def build_source_ref(snapshot: Snapshot) -> str:
     """The ref of a snapshot; ``fromCache``/``notModified`` are not part of it (SPEC §13.6)."""
     query = "&".join(
         f"{key}={_form_encode(value)}"

@@ -34,11 +34,12 @@ import math
 import os
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 from traverse_crawl.snapshots.file_text import encode as encode
 from traverse_crawl.snapshots.file_text import serialize as serialize
 from traverse_crawl.snapshots.model import Snapshot
+from traverse_crawl.snapshots.source_ref import parse_source_ref
 from traverse_crawl.utils.atomic import atomic_write_bytes
 from traverse_crawl.utils.javascript import decode_base64, js_string, locale_compare, utf8
 
@@ -140,7 +141,7 @@ def check_snapshot_text(text: str) -> Snapshot | str:
     redirects = data.get("redirects", [])
     if not isinstance(redirects, list) or not all(isinstance(r, str) for r in redirects):
         return "redirects is not a list of strings"
-    return data
+    return cast(Snapshot, data)
 
 
 # -- order -----------------------------------------------------------------------
@@ -161,7 +162,11 @@ def sort_newest_first(snapshots: list[Snapshot]) -> list[Snapshot]:
 
 
 class FilesystemSnapshotStore:
-    """put / latest / get / list, with Traverse's newest-first order."""
+    """put / latest / get / list, with Traverse's newest-first order.
+
+    To read a snapshot: ``latest(page_id)`` (the page's newest capture, which replay
+    serves) or ``get_by_source_ref(ref)`` (the exact capture a manifest or an item names).
+    """
 
     def __init__(self, root: str) -> None:
         self.root = os.path.abspath(root)  # Traverse resolves the root once, too
@@ -213,6 +218,16 @@ class FilesystemSnapshotStore:
             if snapshot["bodyHash"] == body_hash and snapshot["fetchedAt"] == fetched_at:
                 return snapshot
         return None
+
+    def get_by_source_ref(self, source_ref: str) -> Snapshot | None:
+        """The snapshot a ``traverse-snapshot:`` ref names (``find``), or None if none is stored.
+
+        Raises ``ValueError`` for a string that is not such a ref.
+        """
+        ref = parse_source_ref(source_ref)
+        if ref is None:
+            raise ValueError(f"not a traverse-snapshot sourceRef: {source_ref!r}")
+        return self.find(ref.source_id, ref.body_hash, ref.fetched_at)
 
     def walk(self, seed_id_prefix: str = "") -> Iterator[Snapshot]:
         """Every readable snapshot in the store, directory by directory.

@@ -24,10 +24,13 @@ from __future__ import annotations
 import collections
 import signal
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from traverse_crawl.snapshots.writer_process import Failure
 from traverse_crawl.utils.framed_pipe import FramedChild, Loop, package_command
+
+if TYPE_CHECKING:
+    from traverse_crawl.snapshots.model import Snapshot
 
 Delivered = list[tuple[Any, BaseException | None]]
 
@@ -59,7 +62,7 @@ class SnapshotWriter(FramedChild):
         self.on_end: list[Callable[[dict[str, Any]], None]] = []
         self._send({"use_syncfs": use_syncfs})
 
-    def submit(self, token: Any, path: str, snapshot: dict[str, Any]) -> None:
+    def submit(self, token: Any, path: str, snapshot: Snapshot) -> None:
         """Queue one file; ``token`` comes back with its result. Raises once the child is gone."""
         if self.lost is not None:
             raise WriterLost(str(self.lost))

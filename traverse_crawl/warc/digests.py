@@ -16,9 +16,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from traverse_crawl.warc.records import Written, sha1_digest
+
+if TYPE_CHECKING:
+    from traverse_crawl.snapshots.model import Snapshot
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +64,7 @@ class DigestIndex:
         if self._known is not None:
             self._known[source_ref] = response
 
-    def earlier(self, source_ref: str, prior: dict[str, Any]) -> Written:
+    def earlier(self, source_ref: str, prior: Snapshot) -> Written:
         """The response record a revisit refers to, for the stored snapshot ``prior``."""
         if self._known is None:
             self._known = self._load()

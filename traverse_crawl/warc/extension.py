@@ -53,11 +53,10 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 
-from traverse_crawl import __version__
 from traverse_crawl.config.settings import get_config
-from traverse_crawl.fetch.attempt import REVALIDATE_SENT as SENT
-from traverse_crawl.snapshots.revalidate_middleware import PRIOR
+from traverse_crawl.meta_keys import PAGE_ID, REVALIDATE_PRIOR, REVALIDATE_SENT, WARC_NAVIGATION
 from traverse_crawl.stats import inc
+from traverse_crawl.version import __version__
 from traverse_crawl.warc import records as warc
 from traverse_crawl.warc.export import metadata_fields
 from traverse_crawl.warc.writer import Exchange, Metadata, RawHeaders, WriterProcess
@@ -116,16 +115,16 @@ class WarcWriterExtension:
         status, body, url = response.status, response.body, response.url
         headers: RawHeaders = list(response.headers.items())
         if "playwright" in response.flags:
-            navigation = meta.pop(warc.NAVIGATION, None)
+            navigation = meta.pop(WARC_NAVIGATION, None)
             if not navigation:
                 return  # nothing the browser received for the page itself to write
             status, body = navigation["status"], navigation["body"]
             headers, url = _raw(navigation["headers"]), navigation.get("url", url)
-        prior = meta.get(PRIOR)
-        revisit = status == 304 and prior is not None and meta.get(SENT) == request.url
+        prior = meta.get(REVALIDATE_PRIOR)
+        revisit = status == 304 and prior is not None and meta.get(REVALIDATE_SENT) == request.url
         inc(self.crawler.stats, "warc/revisits" if revisit else "warc/responses")
         key = next(self.keys)
-        page_id = meta.get("traverse_page_id")
+        page_id = meta.get(PAGE_ID)
         page = page_id if isinstance(page_id, str) else ""
         earlier = self.last_response.get(page) if page else None
         self._send(
@@ -153,7 +152,7 @@ class WarcWriterExtension:
         """A navigation Chromium received but did not render (a redirect, an error
         status, a PDF): handed back to Scrapy by the render middleware, never
         downloaded by Scrapy, so ``response_downloaded`` did not see it."""
-        if warc.NAVIGATION in request.meta and "playwright" not in response.flags:
+        if WARC_NAVIGATION in request.meta and "playwright" not in response.flags:
             flagged = response.replace(flags=[*response.flags, "playwright"])
             self.response_downloaded(flagged, request, **kwargs)
 

@@ -21,11 +21,12 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from warcio.recordloader import ArcWarcRecord
 
 from traverse_crawl.snapshots import model as snap
+from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.utils.javascript import encode_uri_component
 from traverse_crawl.warc.reader import read_records
 
@@ -90,11 +91,11 @@ def candidates(
     source_id: str,
     report: ImportReport,
     progress: Callable[[int], None] = lambda _: None,
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[Snapshot]:
     """Snapshots from ``sources``, in file order; every bad record is in ``report``."""
     metadata = _our_metadata(sources)
     prefix = encode_uri_component(source_id) + "::"
-    found: list[dict[str, Any]] = []
+    found: list[Snapshot] = []
 
     def handle(record: ArcWarcRecord, offset: int) -> None:
         report.records += 1
@@ -115,14 +116,14 @@ def candidates(
             yield from _drain(found)
 
 
-def _drain(found: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+def _drain(found: list[Snapshot]) -> Iterator[Snapshot]:
     while found:
         yield found.pop(0)
 
 
 def _snapshot(
     record: ArcWarcRecord, metadata: dict[str, dict[str, str]], prefix: str
-) -> dict[str, Any] | None:
+) -> Snapshot | None:
     headers = record.rec_headers
     url = headers.get_header("WARC-Target-URI") or ""
     if record.rec_type == "response" and record.http_headers is not None:

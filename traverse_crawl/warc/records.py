@@ -42,8 +42,6 @@ GZIP_WBITS = zlib.MAX_WBITS + 16  # a gzip header and trailer: one member per re
 OPEN_SUFFIX = ".open"
 SERVER_NOT_MODIFIED = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 Headers = list[tuple[str, str]]
-# Meta key: a rendered page's navigation response as received for the browser.
-NAVIGATION = "traverse_warc_navigation"
 
 # One builder for record ids, dates and digests (warcio's RecordBuilder).
 BUILDER = RecordBuilder(warc_version="1.1")

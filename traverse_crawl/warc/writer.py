@@ -33,12 +33,15 @@ import sys
 from collections import deque
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
-from typing import IO, Any, NamedTuple
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from traverse_crawl.snapshots.source_ref import build_source_ref
 from traverse_crawl.utils.child_process import start_writer
 from traverse_crawl.warc import records as warc
 from traverse_crawl.warc.digests import DigestIndex
+
+if TYPE_CHECKING:
+    from traverse_crawl.snapshots.model import Snapshot
 
 _LENGTH = struct.Struct(">I")
 _ID = "WARC-Record-ID"
@@ -60,7 +63,7 @@ class Exchange(NamedTuple):
     method: str
     request_headers: RawHeaders
     request_body: bytes
-    prior: dict[str, Any] | None  # the stored snapshot a 304 revalidated: a revisit
+    prior: Snapshot | None  # the stored snapshot a 304 revalidated: a revisit
     page: bool  # a page's response: its Metadata follows
     supersedes: int | None  # the same page's earlier hop (a redirect), no Metadata follows
 
