@@ -91,7 +91,7 @@ from traverse_crawl.stats import inc
 
 logger = logging.getLogger(__name__)
 
-PROJECT = SETTINGS_PRIORITIES["project"]
+ADDON = SETTINGS_PRIORITIES["addon"]
 # The browser context every rendered page opens in.
 CONTEXT = "traverse"
 
@@ -122,8 +122,8 @@ class RenderMiddleware:
             keep_navigation=config.mode == "capture" and bool(config.warc_dir),
         )
         self.guard.register()
-        # Retries count as set when the user set them, above the project default.
-        retries_set = (crawler.settings.getpriority("RETRY_TIMES") or 0) > PROJECT
+        # Retries count as set when the user set them, over the add-on's default.
+        retries_set = (crawler.settings.getpriority("RETRY_TIMES") or 0) > ADDON
         self.always_warnings = always_warnings(config.revalidate, retries_set)
         # Follows a navigation the page started on its own (see _rendered).
         self.redirect = RedirectMiddleware(crawler)
