@@ -3,10 +3,10 @@
     .venv/bin/python bench/run.py ab --baseline DIR [--runs 5]
 
 ``DIR`` is another checkout of the project (``git worktree add DIR <commit>``).
-Each round runs, in this order, live, capture and replay with this checkout and
+Each repetition runs, in this order, live, capture and replay with this checkout and
 then with ``DIR``, so that drift in the machine's load hits both alike. Each
 capture writes a fresh store; each replay reads the store its own checkout
-captured in that round. Medians of pages/s (Scrapy's ``elapsed_time_seconds``),
+captured in that repetition. Medians of pages/s (Scrapy's ``elapsed_time_seconds``),
 whole-process pages/s (wall clock, start-up included) and CPU per page
 (``ru_utime + ru_stime`` of the crawl process and the children it waited for)
 are reported, with the ratio of this checkout to ``DIR``.

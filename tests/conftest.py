@@ -1,4 +1,4 @@
-"""Shared fixtures: loopback servers and an in-process crawl runner (STYLE §14-15)."""
+"""Shared fixtures: loopback servers and an in-process crawl runner."""
 
 from __future__ import annotations
 

@@ -31,7 +31,8 @@ SETTINGS: dict[str, Any] = {
     "METAREFRESH_ENABLED": False,
     "DEFAULT_REQUEST_HEADERS": {"Accept": "text/html,application/xhtml+xml,text/plain,*/*"},
     # The frontier deduplicates on WHATWG hrefs with the query verbatim; Scrapy's
-    # fingerprint sorts query parameters, so every page request is dont_filter.
+    # fingerprint sorts query parameters (canonicalize_url), so every page request is
+    # dont_filter.
     # Fairness between origins: the scheduler hands out requests of the origin slot
     # with the fewest active downloads, so one slow origin never starves another.
     # JOBDIR holds the frontier's journal only (traverse_crawl/jobdir/pipeline.py): the
@@ -85,7 +86,8 @@ SPIDER_MIDDLEWARES: dict[str, int | None] = {
 }
 
 # Downloader middlewares, in process_request order; process_response runs bottom-up.
-# Ours replace the built-ins that do the same job, at the built-in's priority.
+# Ours replace the built-ins that do the same job (each built-in mapped to None, its
+# priority taken).
 #
 #   40  UserinfoMiddleware      user:pass@ in a URL becomes an Authorization header
 #   50  ReplayMiddleware        replay mode: serve the store, no network at all
@@ -121,10 +123,10 @@ DOWNLOADER_MIDDLEWARES: dict[str, int | None] = {
     "traverse_crawl.fetch.tls_middleware.UnverifiedTlsMiddleware": 960,
 }
 
-# The request target sent is the WHATWG URL's path and query byte for byte: Scrapy's
-# HTTP/1.1 handler, minus Twisted's urllib re-serialisation, with a cap on response
-# header size (TRAVERSE_MAX_HEADER_SIZE). With rendering on, scrapy-playwright's
-# handler (a subclass of it) takes its place.
+# The request target sent is the WHATWG URL's path and query byte for byte
+# (docs/architecture.md, "URLs on the wire"): Scrapy's HTTP/1.1 handler, minus Twisted's
+# urllib re-serialisation, with a cap on response header size (TRAVERSE_MAX_HEADER_SIZE).
+# With rendering on, scrapy-playwright's handler (a subclass of it) takes its place.
 DOWNLOAD_HANDLER = "traverse_crawl.fetch.request.ExactTargetDownloadHandler"
 
 # Item pipelines: store every snapshot (capture mode), keep the outcome in the JOBDIR
@@ -138,14 +140,15 @@ ITEM_PIPELINES: dict[str, int | None] = {
 }
 
 EXTENSIONS: dict[str, int | None] = {
-    # Start-up objects to the permanent generation (GC pauses of 50-250 ms); before
-    # CoreStats (0), so its full collection is not in the crawl's elapsed time.
+    # Start-up objects to the permanent generation (full collections paused the crawl
+    # for 50-250 ms, emptying every download place at high latency); before CoreStats
+    # (0), so its full collection is not in the crawl's elapsed time.
     "traverse_crawl.runtime.heap_extension.FrozenStartupHeap": -10,
     # The root logger at what its handlers take: no LogRecord built for a dropped
     # debug line.
     "traverse_crawl.runtime.log_level_extension.UnhandledRecordsSkipped": -5,
     # A freed download place refilled in the turn its response arrives, not on the
-    # engine's next-turn timer.
+    # engine's next-turn timer, behind that turn's page work.
     "traverse_crawl.runtime.refill_extension.RefillAtResponse": 0,
     # First SIGINT/SIGTERM: nothing new starts; second: manifests written, then exit.
     "traverse_crawl.crawl.stop.TwoSignalStop": 100,

@@ -1,4 +1,4 @@
-"""Scrapy settings of the traverse_crawl project.
+"""Scrapy settings of the traverse_crawl project (docs/settings.md).
 
 Everything a crawl needs is wired by the add-on (``traverse_crawl/addon.py``), as in any
 project that enables it; this module adds only what the project itself is: its name,
@@ -10,4 +10,4 @@ SPIDER_MODULES = ["traverse_crawl.crawl.spider"]
 NEWSPIDER_MODULE = "traverse_crawl.crawl.spider"
 COMMANDS_MODULE = "traverse_crawl.commands"
 
-ADDONS = {"traverse_crawl.addon.Addon": 100}
+ADDONS = {"traverse_crawl.Addon": 100}

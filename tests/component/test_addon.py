@@ -19,7 +19,7 @@ from scrapy.utils.test import get_crawler
 
 from traverse_crawl.config.settings import DEFAULTS
 
-ADDONS = {"ADDONS": {"traverse_crawl.addon.Addon": 100}}
+ADDONS = {"ADDONS": {"traverse_crawl.Addon": 100}}
 PLAIN_HANDLER = "traverse_crawl.fetch.request.ExactTargetDownloadHandler"
 RENDER_HANDLER = "traverse_crawl.rendering.handler.RenderDownloadHandler"
 RENDER_MIDDLEWARE = "traverse_crawl.rendering.middleware.RenderMiddleware"

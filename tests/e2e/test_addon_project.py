@@ -42,7 +42,7 @@ ROBOTS = "User-agent: *\nDisallow: /private\n"
 SETTINGS = """
 BOT_NAME = "shop"
 SPIDER_MODULES = ["shop.spiders"]
-ADDONS = {"traverse_crawl.addon.Addon": 100}
+ADDONS = {"traverse_crawl.Addon": 100}
 """
 
 

@@ -1,4 +1,4 @@
-"""``scrapy crawl traverse`` as a user runs it: exit status, manifest, feed (CONTRACT §1)."""
+"""``scrapy crawl traverse`` as a user runs it: exit status, manifest, feed."""
 
 from __future__ import annotations
 

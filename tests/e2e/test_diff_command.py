@@ -1,4 +1,4 @@
-"""``scrapy diff`` on two real loopback captures, and the cheap-recrawl recipe (issue 16)."""
+"""``scrapy diff`` on two real loopback captures, and the cheap-recrawl recipe."""
 
 from __future__ import annotations
 

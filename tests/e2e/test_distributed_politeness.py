@@ -1,4 +1,4 @@
-"""Politeness across the worker processes of one distributed crawl (CONTRACT §7).
+"""Politeness across the worker processes of one distributed crawl.
 
 Three ``scrapy crawl`` workers share a real redis-server and crawl loopback
 sites; the servers' request logs (server-side start and end times) show what

@@ -1,4 +1,4 @@
-"""Three worker processes of one crawl on a real redis-server (CONTRACT §7).
+"""Three worker processes of one crawl on a real redis-server.
 
 The site: 4 origins of 97 pages (388), budget 90 pages per seed. Every test
 compares every seed's manifest with the single-process crawl's.

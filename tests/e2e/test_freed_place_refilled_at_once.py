@@ -1,4 +1,4 @@
-"""A freed download place is refilled in the loop turn its response arrives (issue 17, item 4).
+"""A freed download place is refilled in the loop turn its response arrives.
 
 Scrapy's engine takes the next request on a ``callLater(0)`` timer, a loop turn
 after the response that freed the place, behind whatever page work that turn

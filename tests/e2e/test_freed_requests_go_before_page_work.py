@@ -1,4 +1,4 @@
-"""Requests freed by a wave of responses go out before that wave's page work (issue 17, item 4).
+"""Requests freed by a wave of responses go out before that wave's page work.
 
 With every response late, the pages of a crawl come back in waves of
 ``CONCURRENT_REQUESTS``. The requests that take their places must reach the

@@ -1,4 +1,4 @@
-"""Pause and resume with JOBDIR, through ``scrapy crawl`` at a real loopback site (CONTRACT §6)."""
+"""Pause and resume with JOBDIR, through ``scrapy crawl`` at a real loopback site."""
 
 from __future__ import annotations
 

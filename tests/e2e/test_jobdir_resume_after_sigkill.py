@@ -1,4 +1,4 @@
-"""SIGKILL at 20 seeded random moments across a capture with JOBDIR (CONTRACT §6).
+"""SIGKILL at 20 seeded random moments across a capture with JOBDIR.
 
 Each kill lands somewhere in the capture — mid-download, mid-commit, mid-snapshot
 or mid-manifest — and the next run resumes from what was durable. After the

@@ -1,4 +1,4 @@
-"""Progress per seed (CONTRACT §6): log lines when stderr is not a terminal, a live
+"""Progress per seed (``TRAVERSE_PROGRESS``): log lines when stderr is not a terminal, a live
 display under a pseudo-terminal that keeps log lines whole, nothing with ``off``."""
 
 from __future__ import annotations

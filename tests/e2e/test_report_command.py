@@ -1,5 +1,5 @@
 """``scrapy report``: the demo crawl's report in the real Chromium, offline; escaping;
-``--against``; manifests without the optional fields (issue 16)."""
+``--against``; manifests without the optional fields."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""traverse_crawl deployed to a real scrapyd runs exactly as from the command line (issue 6).
+"""traverse_crawl deployed to a real scrapyd runs exactly as from the command line.
 
 One scrapyd per module, on a free loopback port, with basic auth and every
 directory in tmp (tests/support/scrapyd_harness.py). The project is deployed with
@@ -122,7 +122,7 @@ def test_scrapy_cfg_deploy_target() -> None:
     cfg.read(ROOT / "scrapy.cfg", encoding="utf-8")
     assert cfg["settings"]["default"] == "traverse_crawl.settings"
     url = cfg["deploy"]["url"]
-    # A trailing slash breaks scrapyd-client's subcommands (STACK §3).
+    # A trailing slash breaks scrapyd-client's subcommands.
     assert re.fullmatch(r"http://127\.0\.0\.1:\d+", url), url
     assert cfg["deploy"]["project"] == PROJECT
 
@@ -162,7 +162,7 @@ def test_egg_carries_code_package_data_and_settings_entry_point(scrapyd: Scrapyd
             name = path.relative_to(built_from).as_posix()
             assert name in names, f"{name} is missing from the egg (pyproject.toml package-data?)"
             assert archive.read(name) == path.read_bytes(), f"{name} differs in the egg"
-    # scrapyd's runner finds the settings module through this entry point (STACK §3).
+    # scrapyd's runner finds the settings module through this entry point.
     section = entry_points.split("[scrapy]", 1)[1]
     assert re.search(r"^settings\s*=\s*traverse_crawl\.settings\s*$", section, re.MULTILINE)
     assert not any(n.startswith("tests/") for n in names), "the egg must not ship the tests"
@@ -282,9 +282,9 @@ def test_invalid_setting_fails_the_job_naming_the_setting(scrapyd: Scrapyd, tmp_
     assert errors, f"no ERROR line in the job log:\n{log}"
     named = [line for line in log.splitlines() if "TRAVERSE_MAX_PAGES" in line and "-1" in line]
     assert named, f"the log does not name TRAVERSE_MAX_PAGES and its value:\n{log}"
-    # A non-zero exit, which scrapyd's own log reports (CONTRACT §1).
+    # A non-zero exit, which scrapyd's own log reports.
     assert re.search(rf"Process died: exitstatus=[1-9]\d* .*job='{jobid}'", scrapyd.output(10_000))
-    # Stopped before any request (CONTRACT §1).
+    # Stopped before any request.
     assert hits == []
     assert read_manifests(tmp_path / "manifests") == []
     assert scrapyd.job_items(jobid) == []
@@ -400,7 +400,7 @@ def test_two_scrapyd_jobs_are_workers_of_one_distributed_crawl(
     redis_server: RedisServer,  # noqa: F811  (the fixture)
     tmp_path: Path,
 ) -> None:
-    """CONTRACT §7: a job given the seed and a job given none, one crawl in Redis."""
+    """A job given the seed and a job given none: workers of one crawl in Redis."""
     pages = {"/": "".join(f'<a href="/p{i}">{i}</a>' for i in range(30))}
     pages.update({f"/p{i}": Reply(body=f'<a href="/">home</a> {i}', delay=0.05) for i in range(30)})
     with serving() as server:
@@ -425,6 +425,6 @@ def test_two_scrapyd_jobs_are_workers_of_one_distributed_crawl(
         assert [p["url"] for p in found["pages"]] == [server.url("/")] + [
             server.url(f"/p{i}") for i in range(30)
         ]
-        # Every page fetched once, by one job or the other (robots.txt: once per worker
-        # until the shared ledger of issue 13 item 3).
+        # Every page fetched once, by one job or the other (robots.txt aside: its one
+        # fetch per crawl is checked in test_distributed_politeness.py).
         assert sorted(p for p in server.paths() if p != "/robots.txt") == sorted(pages)

@@ -1,4 +1,4 @@
-"""``scrapy snapshots ID`` and ``scrapy snapshot REF``, run as a user runs them (issue 4)."""
+"""``scrapy snapshots ID`` and ``scrapy snapshot REF``, run as a user runs them."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""A crawl's start-up objects are out of the garbage collector's way (issue 17, item 4).
+"""A crawl's start-up objects are out of the garbage collector's way.
 
 Importing Scrapy, Twisted and lxml leaves some 90,000 objects that live
-as long as the process; every full collection used to walk them all, stopping the
-reactor for 50-250 ms three or four times in a 2,000-page crawl (no response read,
-no request sent: docs/performance.md, "Latency"). The crawl freezes them when the
+as long as the process; a full collection walks them all, stopping the reactor
+for 50-250 ms three or four times in a 2,000-page crawl (no response read, no
+request sent). The crawl freezes them when the
 spider opens (``runtime/heap_extension.py``), so that a full collection during the crawl
 walks only what the crawl itself created, and unfreezes them when it closes; meanwhile
 the youngest generation is collected ten times less often.

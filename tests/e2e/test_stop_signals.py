@@ -1,4 +1,4 @@
-"""Stops and lost results (issue 10 items 6-7, CONTRACT §6): prompt, and never without manifests.
+"""Stops and lost results: prompt, and never without manifests.
 
 Real ``scrapy crawl`` processes against a loopback server whose hit log has
 server-side timestamps: after the first SIGINT no request starts; a second one

@@ -1,4 +1,4 @@
-"""``scrapy warc export`` / ``scrapy warc import``, WACZ, wget archives (issue 14, CONTRACT §8)."""
+"""``scrapy warc export`` / ``scrapy warc import``, WACZ, wget archives."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A loopback site of 321 pages and ``scrapy crawl`` runs with a JOBDIR (CONTRACT §6 tests)."""
+"""A loopback site of 321 pages and ``scrapy crawl`` runs with a JOBDIR, for the resume tests."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def long_site(
     server: Server, sitemap: bool = False, sections: int = SECTIONS, per_section: int = PER_SECTION
 ) -> None:
     """A BFS tree with cross links (duplicates the frontier must drop) at depths 0-3;
-    with ``sitemap``, robots.txt names a sitemap of orphan pages (CONTRACT §9)."""
+    with ``sitemap``, robots.txt names a sitemap of orphan pages."""
     pages: dict[str, str | Reply] = {}
     if sitemap:
         locs = "".join(f"<url><loc>{server.url(f'/orphan{i}')}</loc></url>" for i in range(ORPHANS))

@@ -1,14 +1,14 @@
-"""A real, throwaway scrapyd for tests (issue 6): start, deploy, schedule, poll, stop.
+"""A real, throwaway scrapyd for tests: start, deploy, schedule, poll, stop.
 
 Everything lives in one directory the test owns: ``scrapyd.conf`` (loopback,
 basic auth, small ``poll_interval``), ``eggs/``, ``logs/``, ``items/``, ``dbs/``
 and scrapyd's own output ``scrapyd.out``. scrapyd is started *from* that
 directory (it reads ``./scrapyd.conf`` and the closest ``scrapy.cfg`` from its
-working directory, STACK §3), in its own process group, so ``stop()`` ends it
+working directory), in its own process group, so ``stop()`` ends it
 and every crawl process it launched, and reaps them.
 
 ``scrapyd-deploy`` writes ``setup.py``, ``build/`` and ``*.egg-info`` into the
-project it builds (STACK §3), so ``copy_project`` makes a copy to deploy from
+project it builds, so ``copy_project`` makes a copy to deploy from
 and the working tree stays clean. Every wait has a deadline.
 """
 

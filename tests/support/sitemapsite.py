@@ -1,5 +1,5 @@
 """A small shop site for the sitemap tests: pages linked from the home page, and
-orphans that only a sitemap lists (issue 15)."""
+orphans that only a sitemap lists."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tricky links and the WHATWG serialisation each must be requested as (issue 11).
+"""Tricky links and the WHATWG serialisation each must be requested as.
 
 One page, ``/dir/page.html``, links to every case; each case's ``target`` is the
 path and query of the link's WHATWG URL (URL Standard as ada-url 4 implements
@@ -69,7 +69,7 @@ NEXT_TARGET = "/dir/p|q/next"
 # A redirect chain whose Location values need WHATWG handling at every hop.
 REDIRECT_START = "/dir/r?"
 # Keyed by path (the server's routes ignore the query); the second hop is also
-# answered at the form the pre-fix crawler requested, for the legacy store.
+# answered at the form Scrapy's Request rewrote it to, for the legacy store.
 REDIRECTS = {
     "/dir/r": "hop|1?",  # relative, a pipe, an empty query
     "/dir/hop|1": "/dir/final ^?q=^|",  # a space and a caret in the path
@@ -112,6 +112,6 @@ def tricky_site(server: Server, conditional: bool = False) -> None:
     server.routes[PAGE] = _page(page_html(host), conditional)
     for source, location in REDIRECTS.items():
         server.routes[source] = Reply(302, b"", headers={"Location": location})
-    for path in ("/dir/p|q/index", "/dir/p%7Cq/index"):  # new and pre-fix forms
+    for path in ("/dir/p|q/index", "/dir/p%7Cq/index"):  # verbatim and Scrapy-rewritten forms
         server.routes[path] = _page('<a href="next">next</a>', conditional)
     server.fallback = leaf(conditional)

@@ -1,10 +1,9 @@
 """``scrapy crawl``, with traverse's settings and arguments checked first.
 
-An invalid setting or argument of the ``traverse`` spider stops the command
-before the crawler starts, with one line that names it and exit status 2
-(CONTRACT §1), instead of a traceback. With ``LOG_FILE`` set (scrapyd jobs),
-the line is also logged, since stderr is not the job's log. Other spiders run exactly as with
-Scrapy's own command.
+An invalid setting or argument of the ``traverse`` spider stops the command before
+the crawler starts, with one line that names it and exit status 2, instead of a
+traceback. With ``LOG_FILE`` set (scrapyd jobs), the line is also logged, since
+stderr is not the job's log. Other spiders run exactly as with Scrapy's own command.
 """
 
 from __future__ import annotations
@@ -42,7 +41,7 @@ def check_arguments(spargs: dict[str, str]) -> None:
 
 
 def make_directory(name: str, path: str) -> None:
-    """Create ``path``, or say in plain words why it cannot be (issue 10)."""
+    """Create ``path``, or say in plain words why it cannot be (exit 2 naming the setting)."""
     if os.path.exists(path) and not os.path.isdir(path):
         raise ConfigError(name, f"{path!r} is not a directory")
     try:
@@ -93,7 +92,7 @@ class Command(ScrapyCrawlCommand):
 def check(settings: BaseSettings, spargs: dict[str, str]) -> None:
     """Everything that can be wrong before the first request, as a ConfigError.
 
-    With rendering on, that includes a browser that cannot start (CONTRACT §2).
+    With rendering on, that includes a browser that cannot start (docs/rendering.md).
     """
     config = TraverseConfig.from_settings(settings)
     check_arguments(spargs)

@@ -1,4 +1,4 @@
-"""The item of one page: exactly the manifest's page object (CONTRACT §3).
+"""The item of one page: exactly the manifest's page object.
 
 ``PageItem`` is a ``dict`` so feed exports write it as it is; its attributes carry
 what the pipelines need and the feed must not show (the full snapshot with body).

@@ -1,5 +1,5 @@
-"""A page's final Scrapy response → its snapshot, or a typed ``http-error`` (SPEC §13.4);
-a page's ``fetch`` object (CONTRACT §3).
+"""A page's final Scrapy response → its snapshot, or a typed ``http-error``; and the
+page's ``fetch`` object for the manifest.
 
 Moved out of the spider, which keeps the BFS, so both stay readable.
 """
@@ -17,7 +17,7 @@ from traverse_crawl.snapshots.model import Snapshot
 
 
 def snapshot_of(response: Response) -> Snapshot | FetchError:
-    """The page's snapshot from a final response, or its ``http-error`` (SPEC §13.4)."""
+    """The page's snapshot from a final response (any 2xx), or its ``http-error``."""
     status = response.status
     if status == 304:
         return FetchError(
@@ -30,7 +30,7 @@ def snapshot_of(response: Response) -> Snapshot | FetchError:
         return FetchError("http-error", f"HTTP {status} from {response.url}", status)
     meta = response.meta
     header = _header(response, b"Content-Type")
-    # A rendered page is the browser's DOM serialised as UTF-8 HTML (SPEC §11).
+    # A rendered page is the browser's DOM serialised as UTF-8 HTML (docs/rendering.md).
     rendered = "playwright" in response.flags
     if rendered:
         header = "text/html; charset=utf-8"
@@ -56,7 +56,7 @@ def _header(response: Response, name: bytes) -> str | None:
 
 
 def fetch_record(meta: dict[str, Any], result: Snapshot | FetchError) -> dict[str, Any]:
-    """The page's ``fetch`` object (CONTRACT §3): its snapshot or its error, then
+    """The page's ``fetch`` object in the manifest: its snapshot or its error, then
     the warnings and the render escalation when there are any."""
     fetch: dict[str, Any] = (
         {"error": result.to_dict()}

@@ -1,22 +1,10 @@
-"""The ``traverse`` spider: one deterministic same-origin BFS per seed (CONTRACT §1).
+"""The ``traverse`` spider: one deterministic same-origin BFS per seed.
 
 Scrapy's engine is the loop: every admitted URL is a Request whose callback or
 errback turns the response into a typed page outcome; the seed's ``Frontier``
-commits outcomes in admission order and admits what they discovered.
-
-Meta keys set here (read by the middlewares and pipelines):
-- ``depth`` (Scrapy's key): the page's BFS depth;
-- ``traverse_seed``: the seed's key in ``spider.frontiers``;
-- ``traverse_index``: the page's position in the seed's BFS order;
-- ``traverse_page_id``: the page id, the store key (SPEC §13.5);
-- ``traverse_hint``: the seed's ``content_type`` hint (seed page only);
-- ``traverse_warnings``: page warnings, appended to by the middlewares;
-- ``handle_httpstatus_all``: every status reaches the spider and becomes typed.
-
-With ``TRAVERSE_SITEMAPS`` on, each seed's sitemap files are requested too
-(``traverse_crawl.sitemaps.requests``); their URLs reach the frontier in one step.
-Memory (issue 17): committed pages go to the crawl's spool (``crawl/spool.py``); at
-most ``REQUEST_WINDOW`` requests a seed are out, the others wait in its frontier.
+commits outcomes in admission order and admits what they discovered. With
+``TRAVERSE_SITEMAPS`` on, each seed's sitemap files are requested too
+(``sitemaps/requests.py``). Its meta keys are listed in docs/settings.md.
 """
 
 from __future__ import annotations
@@ -60,6 +48,9 @@ logger = logging.getLogger(__name__)
 
 # Pages at least this long (characters) are parsed for links in a worker thread.
 _THREAD_PARSE_CHARS = 256 * 1024
+# A crawl's memory does not grow with its pages: committed pages go to the crawl's
+# spool (``crawl/spool.py``), and at most REQUEST_WINDOW requests a seed are out,
+# the others wait in its frontier.
 REQUEST_WINDOW = 256  # requests out per seed: far above the downloader's 16; 2 KB each
 
 
@@ -111,7 +102,7 @@ class TraverseSpider(Spider):
             frontier = Frontier(seed.id, seed.url, c.max_pages, c.max_depth, c.mode, spool=spool)
             self.frontiers[key] = frontier
             if self.config.mode == "replay" and not os.path.isdir(self.config.store):
-                # CONTRACT §1: a crawl that ran, with one invalid-config page per seed.
+                # A crawl that ran (exit 0), with one invalid-config page per seed.
                 error = FetchError("invalid-config", "mode 'replay' requires a store")
                 yield PageItem(frontier.fail_seed(error), key, 0, None)  # finished now
                 self._check_finished(key)
@@ -163,7 +154,7 @@ class TraverseSpider(Spider):
         }
         if adm.index == 0 and (hint := self.seeds[key].content_type):
             meta[HINT] = hint
-        # The URL is requested exactly as the frontier holds it (issue 11).
+        # The URL is requested exactly as the frontier holds it (fetch/request.py).
         return WhatwgRequest(
             adm.url,
             callback=self.parse,
@@ -223,7 +214,7 @@ class TraverseSpider(Spider):
         return outcome, snapshot
 
     async def _links(self, snapshot: Snapshot, origin: str, meta: dict[str, Any]) -> list[str]:
-        """Link discovery, bounded (issue 10). A large page is parsed in a worker
+        """Link discovery, bounded (``crawl/html.py``). A large page is parsed in a worker
         thread (lxml releases the GIL while it parses), so other seeds' requests
         and a stop signal go on meanwhile; a small one is not worth the hop."""
         args = (snapshot["body"], snapshot["url"], origin, self.config.max_links_per_page)

@@ -1,24 +1,12 @@
-"""Prompt stops: what the first and the second SIGINT/SIGTERM do (CONTRACT §6, issue 10).
+"""Prompt stops: what the first and the second SIGINT/SIGTERM do (docs/architecture.md, "Stopping").
 
-Scrapy's first signal closes the spider gracefully, but "gracefully" waits for
-every request already handed to the downloader, including those queued in the
-origins' download slots behind ``TRAVERSE_MIN_DELAY`` or a retry's backoff; its
-second signal stops the reactor at once, so no manifest is written. Here:
-
-- first signal: requests waiting in a download slot are taken back, unsent
-  (``CrawlStopped``: the spider records nothing for them, so they stay admitted
-  and a resume fetches them), and the politeness middleware refuses any request
-  that reaches it afterwards (one that waited for robots.txt).
-  Downloads in flight finish, bounded by ``DOWNLOAD_TIMEOUT``; then Scrapy
-  closes the spider and the manifests are written.
-- second signal: downloads in flight are abandoned, the items already in the
-  pipelines finish (their snapshots are written), every unfinished seed's
-  manifest is written, and only then does the reactor stop.
-- a third signal: Scrapy's immediate stop.
-
-The ``TwoSignalStop`` extension (installed by ``traverse_crawl.Addon``) wires this
-into the process that runs the crawl, whichever command started it; ``install(process)``
-does it for a given ``CrawlerProcess``.
+Scrapy's first signal waits for every request already handed to the downloader,
+those queued behind ``TRAVERSE_MIN_DELAY`` or a backoff included, and its second
+stops the reactor before any manifest is written. Here the first takes the waiting
+requests back unsent, and the second writes every unfinished seed's manifest before
+the reactor stops. The ``TwoSignalStop`` extension (installed by ``traverse_crawl.Addon``)
+wires this into the process that runs the crawl, whichever command started it;
+``install(process)`` does it for a given ``CrawlerProcess``.
 """
 
 from __future__ import annotations

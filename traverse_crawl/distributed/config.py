@@ -1,4 +1,4 @@
-"""Settings of a distributed crawl (CONTRACT §7), parsed and checked at start-up.
+"""Settings of a distributed crawl (docs/settings.md), parsed and checked at start-up.
 
 ``REDIS_URL`` and ``REDIS_PARAMS`` are scrapy-redis's setting names, so a user
 who knows scrapy-redis configures the connection the same way; ``REDIS_URL``
@@ -101,7 +101,7 @@ class RedisConfig:
 
     @classmethod
     def from_settings(cls, settings: SettingsLike) -> RedisConfig:
-        """Every field parsed; ``REDIS_URL`` with ``JOBDIR`` is refused (CONTRACT §7)."""
+        """Every field parsed; ``REDIS_URL`` with ``JOBDIR`` is refused (exit 2 naming both)."""
         values = {}
         for attr, (name, default, parse) in FIELDS.items():
             value = settings.get(name)

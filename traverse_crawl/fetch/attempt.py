@@ -1,12 +1,10 @@
-"""What belongs to one attempt of a page request, declared once (SPEC §6, §7, §8, §11).
+"""What belongs to one attempt of a page request, declared once.
 
 A page is fetched in attempts: its first request, each redirect hop, each retry
-and an ``on-shell-warning`` render escalation. Each is a new Scrapy request whose
-meta starts as a copy of the previous attempt's. The keys in ``ATTEMPT_KEYS`` only
-describe the attempt that set them; every middleware that derives a new attempt
-(redirect, retry, render) starts it with :func:`next_attempt`, so none is carried
-over — a stale ``traverse_not_before`` would put the new attempt at the head of
-its origin's queue without waiting ``TRAVERSE_MIN_DELAY``. Imports nothing from Scrapy.
+and an ``on-shell-warning`` render escalation, each a new Scrapy request whose meta
+starts as a copy of the previous attempt's. Every middleware that derives a new
+attempt starts it with :func:`next_attempt`, so no key of ``ATTEMPT_KEYS`` is carried
+over. Imports nothing from Scrapy.
 """
 
 from __future__ import annotations
@@ -28,6 +26,8 @@ from traverse_crawl.meta_keys import (
 )
 
 # Set for one attempt only (traverse_crawl.meta_keys names who sets and reads each).
+# A key carried over would mislead the next attempt: a stale ``traverse_not_before``
+# would put it at the head of its origin's queue without waiting TRAVERSE_MIN_DELAY.
 ATTEMPT_KEYS = frozenset(
     {
         BACKOFF,
@@ -46,8 +46,9 @@ ATTEMPT_KEYS = frozenset(
 # Retry bookkeeping: a retry counts on from it; a redirect hop or a rendered
 # attempt starts with its own retries.
 RETRY_KEYS = frozenset({"retry_times"})
-# Validators belong to one URL and one plain attempt: never sent on by a redirect
-# (SPEC §7.1, §10) nor by a rendered attempt (SPEC §11).
+# Validators belong to one URL and one plain attempt: never carried over to a
+# redirect hop (revalidation sets them again on a hop to the prior's URL) nor to a
+# rendered attempt, which is never conditional (docs/snapshots.md, "Revalidation").
 CONDITIONAL_HEADERS = (b"If-None-Match", b"If-Modified-Since")
 
 

@@ -1,13 +1,9 @@
-"""A page warning for every HTTPS response taken without certificate checks (issue 10).
+"""A page warning for every HTTPS response taken without certificate checks.
 
-Certificates are verified by default (``DOWNLOAD_VERIFY_CERTIFICATES`` is True
-in ``core.config.FIELDS``), as Traverse's Node fetch does: an untrusted certificate fails the
-page with ``network`` and is not retried. With ``DOWNLOAD_VERIFY_CERTIFICATES``
-set to False (intranets, tests), each HTTPS hop of a page adds the page warning
-``TLS certificate of URL not verified (DOWNLOAD_VERIFY_CERTIFICATES is False)``,
-so a manifest shows which content was taken on trust. Enabled only then.
-
-Meta keys: ``traverse_warnings`` (appended to).
+Enabled only with ``DOWNLOAD_VERIFY_CERTIFICATES`` set to False (intranets, tests):
+each HTTPS hop of a page then appends ``TLS certificate of URL not verified
+(DOWNLOAD_VERIFY_CERTIFICATES is False)`` to ``traverse_warnings``, so a manifest
+shows which content was taken on trust (docs/settings.md).
 """
 
 from __future__ import annotations

@@ -1,27 +1,9 @@
-"""Per-origin politeness through Scrapy's download slots (SPEC §6, CONTRACT §2).
+"""Per-origin politeness through Scrapy's download slots.
 
-Every request goes to the download slot of its origin (``download_slot``). While
-``TRAVERSE_MIN_DELAY > 0`` such a slot lets one request at a time through, and
-the next starts at least ``TRAVERSE_MIN_DELAY`` after the previous one *ended*
-(Scrapy's own slot delay counts from the previous *start*). Waiting happens in
-the slot's queue, not in a middleware, and the scheduler's
-``DownloaderAwarePriorityQueue`` keeps one busy origin from starving the others.
-
-Retries: a retry goes to the head of its origin's queue and waits its backoff
-(``traverse_backoff``, from the retry middleware) instead of the delay (SPEC §6);
-no other request to the origin starts meanwhile. robots.txt requests use a slot
-of their own and neither wait nor count. A robots ``Crawl-delay`` honoured by the robots
-middleware (``traverse_origin_delay``) raises the origin's delay.
-
-Distributed crawls (``REDIS_URL``): each origin's slot is a ``LedgerSlot``
-(``distributed/ledger_slot.py``), whose head waits for the crawl's per-origin
-ledger in Redis, so the one-at-a-time rule and the end-to-start delay hold
-across all workers, on Redis's clock.
-
-Meta keys: ``download_slot`` (Scrapy's), ``traverse_backoff`` (seconds),
-``traverse_not_before`` (set here from it), ``traverse_origin_delay``.
-Stats: ``politeness/origins``; distributed: ``ledger/acquired``, ``ledger/waited``,
-``ledger/lease_expired``, ``ledger/errors``, ``ledger/unsent``.
+Every request goes to the download slot of its origin (``download_slot``): a
+``PoliteSlot``, or with ``REDIS_URL`` a ``LedgerSlot`` that waits for the crawl's
+per-origin ledger in Redis. Waiting happens in the slot's queue, not here
+(docs/architecture.md, "Politeness, concretely").
 """
 
 from __future__ import annotations
@@ -48,7 +30,7 @@ class PolitenessMiddleware:
         self.crawler = crawler
         config = get_config(crawler)
         if config.mode == "replay":
-            raise NotConfigured  # replay answers every request before it (issue 17)
+            raise NotConfigured  # replay answers every request before it
         self.min_delay = config.min_delay
         self.per_domain = crawler.settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN") or 8
         shared = shared_politeness(crawler)
@@ -63,6 +45,9 @@ class PolitenessMiddleware:
             # SIGINT/SIGTERM: nothing new starts (crawl/stop.py).
             raise CrawlStopped(f"crawl stopped before {request.url} was sent")
         meta = request.meta
+        # A retry waits its backoff (``traverse_backoff``, from the retry middleware)
+        # instead of the delay; robots.txt requests get a slot of their own that
+        # neither waits nor counts; an honoured Crawl-delay raises the origin's delay.
         backoff = meta.pop(BACKOFF, None)
         if backoff is not None:
             meta[NOT_BEFORE] = monotonic() + backoff

@@ -1,47 +1,9 @@
-"""robots.txt before every request and every redirect hop (SPEC §5, CONTRACT §2).
+"""robots.txt before every request and every redirect hop. Replaces ``RobotsTxtMiddleware``.
 
-Replaces Scrapy's ``RobotsTxtMiddleware`` (STYLE §4). For each request, the
-rules of its WHATWG origin are loaded once per crawl (concurrent requests to a
-new origin await the same load) with a single attempt: no retries, no
-redirects, no politeness wait, under ``DOWNLOAD_TIMEOUT`` and the egress guard.
-Only the first 500 KiB of the body are downloaded and parsed (RFC 9309 §2.5).
-A disallowed URL is never requested: the page fails with ``robots-denied``.
-The redirect middleware re-sends every hop through the whole chain, so each
-hop, on any origin, is checked here.
-
-Sitemaps (CONTRACT §9): a request with ``traverse_sitemap = "robots"`` (the
-sitemap discovery of a seed) is answered here with the origin's robots.txt as
-loaded — the same single fetch, never a second one. When ``ROBOTSTXT_OBEY`` is
-off and ``TRAVERSE_SITEMAPS`` is not, robots.txt is still loaded for that,
-and nothing is checked against it.
-
-Settings: ``ROBOTSTXT_OBEY`` (off: nothing is checked; the middleware is
-disabled unless ``TRAVERSE_SITEMAPS`` needs robots.txt),
-``TRAVERSE_MODE`` (``replay``: disabled, no network at all),
-``TRAVERSE_ROBOTS_POLICY`` (``fail-open`` | ``rfc9309``),
-``TRAVERSE_ROBOTS_MATCHER`` (``traverse`` | ``rfc9309``),
-``TRAVERSE_ROBOTS_CRAWL_DELAY_MAX``, ``TRAVERSE_MIN_DELAY``, ``USER_AGENT``.
-
-Meta keys: ``traverse_robots`` (set on the robots.txt request itself; such
-requests are not checked, get their own zero-delay slot ``robots <origin>``
-from the politeness middleware, and are cut off at 500 KiB),
-``traverse_sitemap`` (a sitemap request, checked like a page but never given
-a page warning; ``"robots"``: answered with robots.txt),
-``traverse_warnings`` (the fail-open / rfc9309 warning is appended to the first
-page request that gets the origin's rules, only), ``traverse_origin_delay`` (set with the
-``rfc9309`` matcher when the group's Crawl-delay exceeds ``TRAVERSE_MIN_DELAY``,
-capped at ``TRAVERSE_ROBOTS_CRAWL_DELAY_MAX``; the politeness middleware raises
-the origin's delay from it).
-
-Distributed crawls (``REDIS_URL``): robots.txt is fetched once per origin for the
-whole crawl, by the first worker that needs it; the others wait for that copy in
-Redis and parse it themselves (``distributed/robots_share.py``), and the
-fail-open / rfc9309 warning goes to one page of the crawl. Redis unreachable
-for longer than ``TRAVERSE_REDIS_RETRY``: the page is not sent (``CrawlStopped``).
-
-Stats: ``robots/fetched`` (robots.txt requests made), ``robots/shared``
-(origins whose robots.txt another worker fetched), ``robots/denied``,
-``robots/fail_open``, ``robots/disallow_all``.
+Each origin's robots.txt is loaded once per crawl, with a single attempt, and a
+disallowed URL is never requested (``robots-denied``); the redirect middleware
+re-sends every hop through the whole chain, so each hop is checked here. The same
+load answers the sitemap discovery's robots.txt request (docs/robots.md).
 """
 
 from __future__ import annotations
@@ -168,10 +130,13 @@ class RobotsMiddleware:
                 self.loading.pop(origin, None)
 
     async def _load(self, origin: str) -> None:
+        # No retries, no redirects, no politeness wait (its own zero-delay slot),
+        # under DOWNLOAD_TIMEOUT and the egress guard like any request.
         if self.shared is None:
             fetch = await self._fetch(origin)
         else:
-            # A distributed crawl: one worker fetches, every worker uses its copy.
+            # A distributed crawl: the first worker that needs the origin fetches,
+            # the others wait for its copy in Redis (distributed/robots_share.py).
             try:
                 fetch, fetched_here = await self.shared.load(origin, lambda: self._fetch(origin))
             except Exception as exc:  # the I/O edge: Redis stayed unreachable
@@ -185,7 +150,7 @@ class RobotsMiddleware:
         self.rules[origin] = decision.rules
         if decision.warning is not None:
             self.unclaimed[origin] = decision.warning
-            # Loaded once per origin, so this logs once per origin (STYLE §9).
+            # Loaded once per origin, so this logs once per origin.
             logger.warning("%s", decision.warning)
             if isinstance(decision.rules, robots.DisallowAll):
                 inc(self.crawler.stats, "robots/disallow_all")
@@ -214,7 +179,7 @@ class RobotsMiddleware:
         self.received[id(robots_request)] = 0
         try:
             response = await engine.download_async(robots_request)
-        except Exception as exc:  # the I/O edge: every failure is a typed kind (STYLE §8)
+        except Exception as exc:  # the I/O edge: every failure is a typed kind
             failure = Failure(exc)  # type: ignore[no-untyped-call]  # Twisted is untyped
             error = fetch_error_from_failure(
                 failure, robots_request, self.download_timeout, self.download_maxsize

@@ -1,27 +1,11 @@
-"""The add-on's rendering part: scrapy-playwright on only when pages are rendered.
+"""The add-on's render part: scrapy-playwright on only when pages are rendered (docs/rendering.md).
 
 ``traverse_crawl.Addon`` calls :func:`update_render_settings` last. When
 ``TRAVERSE_RENDER`` is ``always`` or ``on-shell-warning`` and ``TRAVERSE_MODE`` is not
-``replay``, it sets, never over what the user set:
-
-- ``DOWNLOADER_MIDDLEWARES``: ``RenderMiddleware`` at 540 (unless the user listed it,
-  e.g. as ``None`` to turn it off);
-- ``DOWNLOAD_HANDLERS`` ``http``/``https``: scrapy-playwright's handler over the
-  project's exact-target handler (``rendering/handler.py``; a request without
-  ``meta["playwright"]`` still takes the HTTP/1.1 path through it), in place of
-  the project's own default but never of a handler the user named;
-- ``PLAYWRIGHT_BROWSER_TYPE``: ``chromium``;
-- ``PLAYWRIGHT_LAUNCH_OPTIONS``: Debian's ``/usr/bin/chromium``, headless, with the
-  flags of ``rendering.browser`` — each key only where the user's dict has none;
-- ``PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT``: ``DOWNLOAD_TIMEOUT`` in milliseconds;
-- ``PLAYWRIGHT_MAX_PAGES_PER_CONTEXT``: ``CONCURRENT_REQUESTS`` (scrapy-playwright's own
-  default, stated so a lower ``CONCURRENT_REQUESTS`` bounds open pages too).
-
-First it launches the browser once (:func:`check_render`): a browser that cannot
-start stops the crawl before any request with a ``ConfigError`` that names
-``PLAYWRIGHT_LAUNCH_OPTIONS`` and the executable (so does a missing
-scrapy-playwright, naming ``TRAVERSE_RENDER``).
-With rendering off, or in replay, it changes nothing and no browser starts.
+``replay``, it checks the browser once (:func:`check_render`: a browser that cannot start
+stops the crawl before any request) and sets ``RenderMiddleware`` at 540, the download
+handlers and scrapy-playwright's settings, never over what the user set
+(docs/rendering.md, "The browser"). Otherwise it changes nothing and no browser starts.
 """
 
 from __future__ import annotations
@@ -90,6 +74,9 @@ def update_render_settings(settings: BaseSettings) -> None:
     settings.setdefault_in_component_priority_dict(
         "DOWNLOADER_MIDDLEWARES", RenderMiddleware, MIDDLEWARE_PRIORITY
     )
+    # scrapy-playwright's handler over the exact-target one (a request without
+    # meta["playwright"] still takes the HTTP/1.1 path through it), in place of the
+    # project's own default but never of a handler the user named.
     handlers = dict(settings.getdict("DOWNLOAD_HANDLERS"))
     for scheme in ("http", "https"):
         if handlers.get(scheme) in (None, PLAIN_HANDLER):
@@ -102,6 +89,8 @@ def update_render_settings(settings: BaseSettings) -> None:
     if settings.get("PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT") is None:
         timeout_ms = round(config.download_timeout * 1000)
         _set(settings, "PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT", timeout_ms)
+    # scrapy-playwright's own default, stated so that a lower CONCURRENT_REQUESTS
+    # bounds the open pages too.
     if not settings.get("PLAYWRIGHT_MAX_PAGES_PER_CONTEXT"):
         pages = settings.getint("CONCURRENT_REQUESTS") or 16
         _set(settings, "PLAYWRIGHT_MAX_PAGES_PER_CONTEXT", pages)

@@ -1,52 +1,11 @@
-"""Render pages in Chromium through scrapy-playwright (SPEC §11, CONTRACT §2, issue 5).
+"""Render pages in Chromium through scrapy-playwright: the ``TRAVERSE_RENDER`` policy.
 
-The add-on (``traverse_crawl.rendering.addon``, its render part) adds this middleware to
-``DOWNLOADER_MIDDLEWARES`` at 540 only when pages are rendered, so it imports
-Playwright at the top: a crawl that never renders never imports this module.
-``TRAVERSE_RENDER`` applies to every page of the crawl:
-
-- ``never``: this middleware is not installed (and the add-on installs no browser).
-- ``always``: every page request is a rendered attempt.
-- ``on-shell-warning``: a plain attempt first; when its final response is a 2xx
-  HTML page that ``core.shell`` calls a JavaScript shell, one rendered attempt of
-  its final URL follows, as a new request that passes egress, robots and
-  politeness again. If that attempt fails, the plain response is kept.
-
-At 540, ``process_request`` runs after egress (90) and robots (100) and marks a
-rendered attempt for scrapy-playwright (the page guard, ``rendering.pageguard``,
-answers every browser request). Rendered attempts are not retried (``dont_retry``;
-SPEC §11: the renderer is never retried).
-``process_response`` runs after redirect (600) and retry (550) are done with a
-response, so it sees the final plain response of a page.
-
-A rendered response becomes UTF-8 HTML without ``ETag``/``Last-Modified`` (the
-validators describe the wire bytes, not the DOM) and keeps scrapy-playwright's
-``playwright`` flag, from which the spider records ``rendered: true``. A navigation
-the page guard handed back (a redirect, a non-2xx status, a document that is not
-HTML) continues as the plain response it is: Scrapy's redirect middleware follows
-a redirect (robots, egress and politeness per hop). ``core.render.judge`` decides
-the rest: a non-HTML 2xx is captured as fetched, a non-2xx status is ``http-error``,
-a failed or timed-out render ``render-error``, a page over ``DOWNLOAD_MAXSIZE``
-``too-large``.
-
-``fetch.renderEscalation`` (meta ``traverse_render_escalation``, read by the spider)
-has SPEC §11's outcomes ``not-needed``, ``rendered`` and ``render-failed-fallback``;
-as in Traverse, an ``always`` page that failed carries none.
-
-Settings: ``TRAVERSE_RENDER``, ``TRAVERSE_RENDER_WAIT_FOR`` (a CSS selector, checked at
-start-up), ``DOWNLOAD_TIMEOUT`` (the whole rendered attempt), ``DOWNLOAD_MAXSIZE``, ``USER_AGENT``,
-``TRAVERSE_EGRESS_*``, ``PLAYWRIGHT_ABORT_REQUEST`` (honoured after egress).
-Meta keys (``core.render``): ``traverse_render`` (this attempt is rendered),
-``traverse_render_fallback`` (the plain response kept for on-shell-warning),
-``traverse_render_final`` (this attempt's outcome is settled),
-``traverse_render_escalation``, and the page guard's ``traverse_render_guard``,
-``traverse_render_handoff``, ``traverse_render_denied``, ``traverse_render_failed``;
-scrapy-playwright's ``playwright``, ``playwright_context``, ``playwright_context_kwargs``,
-``playwright_page_init_callback``, ``playwright_page_goto_kwargs``,
-``playwright_page_methods``; Scrapy's ``dont_retry``, ``dont_redirect``.
-Stats: ``render/attempts``, ``render/rendered``, ``render/shell_detected``,
-``render/failed``, ``render/fallback``, ``render/handed_back``, ``render/not_html``,
-and the page guard's.
+The add-on's render part (``rendering/addon.py``) adds this middleware at 540 only when
+pages are rendered, so it imports Playwright at the top: a crawl that never renders never
+imports this module. Under ``always`` every page request is a rendered attempt; under
+``on-shell-warning`` a plain attempt comes first, and a JavaScript shell gets one
+rendered attempt of its final URL, the plain response kept if that fails. Its meta keys
+and stats are listed in docs/rendering.md.
 """
 
 from __future__ import annotations
@@ -147,6 +106,9 @@ class RenderMiddleware:
     # -- requests -------------------------------------------------------------
 
     def process_request(self, request: Request) -> None:
+        # At 540: after egress (90) and robots (100). A rendered attempt is marked for
+        # scrapy-playwright (the page guard answers every browser request) and is not
+        # retried: as in Traverse, the renderer is never retried.
         meta = request.meta
         if not is_page(meta):
             return
@@ -178,6 +140,8 @@ class RenderMiddleware:
     # -- responses ------------------------------------------------------------
 
     def process_response(self, request: Request, response: Response) -> Request | Response:
+        # Runs after redirect (600) and retry (550) are done with a response, so it
+        # sees the final plain response of a page.
         meta = request.meta
         if not is_page(meta) or meta.get(RENDER_FINAL):
             return response
@@ -188,6 +152,12 @@ class RenderMiddleware:
         return response
 
     def _rendered(self, request: Request, response: Response) -> Request | Response:
+        # A rendered response becomes UTF-8 HTML without ETag/Last-Modified (they
+        # describe the server's bytes, not the DOM) and keeps scrapy-playwright's
+        # ``playwright`` flag, from which the spider records ``rendered: true``. A
+        # navigation the page guard handed back (a redirect, a non-2xx status, a
+        # document that is not HTML) continues as the plain response it is: Scrapy's
+        # redirect middleware follows a redirect (robots, egress, politeness per hop).
         meta = request.meta
         handoff = meta.pop(RENDER_HANDOFF, None)
         if handoff is not None:

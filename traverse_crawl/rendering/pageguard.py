@@ -1,41 +1,11 @@
 """The browser side of rendering: what a rendered page may fetch, and when it is taken.
 
-scrapy-playwright calls :func:`init_page` (meta ``playwright_page_init_callback``)
-for every rendered request, after creating the page and before navigating. It
-installs one route for every request the page makes, and the route answers each
-request itself — the browser's own network stack never sends anything:
-
-- **Egress** (CONTRACT §2): every URL is checked with ``core.egress.check_url``
-  (unless ``TRAVERSE_EGRESS_GUARD`` is off); a refused one is aborted before
-  anything is sent, and so is a URL whose host does not resolve.
-- **Redirects** are never left to the browser, which would follow them without
-  asking the route again (Playwright: "the handler will only be called for the
-  first url if the response is a redirect"). Each request is fetched with
-  ``max_redirects=0``; a sub-resource's redirect hops are followed here, each hop
-  checked, and the final answer is fulfilled.
-- **The navigation** (the first main-frame request) is fetched without redirects
-  too, by ``navigation.Navigator``: at the Scrapy request's URL with the exact
-  request target (issue 11), not at Chromium's serialisation of it. A redirect,
-  a status outside 2xx or a document that is not HTML is handed back to Scrapy
-  instead of being rendered (meta ``traverse_render_handoff``): the
-  render middleware turns it into a plain response, so Scrapy's redirect
-  middleware follows the hop with robots, egress and politeness, and a PDF is
-  captured as a PDF. A later main-frame navigation the page starts by itself
-  (a script or meta refresh) is stopped and handed back the same way, as a
-  redirect to its target (:class:`ClientRedirect`): robots.txt, egress and
-  politeness see that hop too, and the document that navigated away is not taken.
-- WebSockets are closed before they connect; service workers are blocked
-  (context option); anything no page route answers (popups) is aborted by a
-  route on the browser context.
-
-:func:`settle` (a ``PageMethod``) decides when the page is taken
-(``rendering.settle``).
-
-Meta keys: ``traverse_render_guard`` (read: which :class:`PageGuard`),
-``traverse_render_handoff``, ``traverse_render_denied`` and
-``traverse_render_failed`` (set for the render middleware), ``traverse_warnings`` (appended to).
-Stats: ``render/egress_blocked``, ``render/client_redirects``, ``render/popup_blocked``,
-``render/websocket_closed``, ``render/aborted_by_setting``.
+scrapy-playwright calls :func:`init_page` for every rendered request before it
+navigates. It installs one route that answers every request the page makes itself,
+so the browser's own network stack never sends anything: each URL passes the egress
+guard, redirects are never left to the browser, and the navigation is fetched at the
+Scrapy request's URL (docs/rendering.md, "What the browser may do"). :func:`settle`
+decides when the page is taken.
 """
 
 from __future__ import annotations
@@ -212,6 +182,11 @@ class PageGuard:
                 await route.abort("failed")
 
     async def _navigate(self, state: PageState, route: Route) -> None:
+        # The navigation (the first main-frame request) is fetched without redirects.
+        # A redirect, a status outside 2xx or a document that is not HTML is handed back
+        # to Scrapy instead of being rendered: the render middleware turns it into a
+        # plain response, so Scrapy's redirect middleware follows the hop with robots,
+        # egress and politeness, and a PDF is captured as a PDF.
         request = route.request
         if state.navigated:
             # A script or meta-refresh navigation: stopped here and handed back to
@@ -239,6 +214,10 @@ class PageGuard:
         await route.abort("blockedbyclient")
 
     async def _fetch(self, state: PageState, route: Route) -> None:
+        # The browser would follow a redirect without asking the route again
+        # (Playwright: "the handler will only be called for the first url if the
+        # response is a redirect"), so a sub-resource's hops are followed here, each
+        # hop checked, and the final answer is fulfilled.
         request = route.request
         url = request.url
         response: APIResponse = await route.fetch(max_redirects=0, timeout=state.remaining_ms())

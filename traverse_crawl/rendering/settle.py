@@ -1,11 +1,9 @@
 """Taking a rendered page: when it is ready, and the state of one rendered attempt.
 
-:func:`settle_page` (run by the page guard's ``settle`` ``PageMethod``) takes the
-page once ``TRAVERSE_RENDER_WAIT_FOR`` is attached to the DOM, else once the
-network is idle, both within ``DOWNLOAD_TIMEOUT`` from the start of the attempt. A page
-that never goes idle is taken anyway, with the warning
-``render: networkidle fallback used after <ms>ms`` (forage's, SPEC §18.6); a
-selector that never appears fails the render.
+:func:`settle_page` takes the page once ``TRAVERSE_RENDER_WAIT_FOR`` is attached to
+the DOM, else once the network is idle, both within ``DOWNLOAD_TIMEOUT`` from the start
+of the attempt; a page that never goes idle is taken anyway, with forage's warning
+(docs/rendering.md, "When a page is taken").
 """
 
 from __future__ import annotations
@@ -33,7 +31,7 @@ class PageState:
     meta: dict[str, Any]
     deadline: float
     api: APIRequestContext
-    url: str  # the Scrapy request's, as it is (issue 11)
+    url: str  # the Scrapy request's, byte for byte (navigation.py)
     navigated: bool = False
     redirected: asyncio.Event = field(default_factory=asyncio.Event)
     verdicts: dict[str, FetchError | None] = field(default_factory=dict)

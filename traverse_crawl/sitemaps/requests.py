@@ -1,32 +1,11 @@
-"""Sitemap discovery, the Scrapy side (CONTRACT §9): requests, responses, snapshots.
+"""Sitemap discovery, the Scrapy side: requests, responses, snapshots (docs/architecture.md).
 
-With ``TRAVERSE_SITEMAPS`` = ``robots`` or ``auto``, each seed gets a
-``SitemapWalk`` (``sitemaps/walk.py``), which decides what to read, in
-which order; this module turns its fetches into Scrapy requests and their
-responses into documents (``sitemaps/parse.py``). Every file is a
-``WhatwgRequest`` (requested byte for byte as resolved, issue 11) yielded by
-the spider, so it passes the egress guard, robots.txt,
-retries, redirects and its origin's politeness slot like a page — but it is
-not a page: no page id, no item, no manifest entry. The first one, the seed
-origin's robots.txt, is answered by the robots middleware from its one load
-of that file.
-
-A body that starts with gzip's magic bytes is un-gzipped whatever the headers
-say (Scrapy's ``gunzip``, bounded by ``DOWNLOAD_MAXSIZE``); the text is decoded
-as pages are (BOM, header charset, XML declaration, UTF-8).
-
-Capture stores each file read as a ``text`` snapshot (the decoded text) under
-the id ``encodeURIComponent(seed id) + "::sitemap::" + URL`` (URL as requested;
-robots.txt included), and the parse always reads that snapshot's text, so a
-replay — which serves the same ids from the store — reads the same text and
-admits the same URLs with no network.
-
-Meta keys: ``traverse_sitemap`` (``"robots"`` | ``"sitemap"``),
-``traverse_sitemap_id`` (the snapshot id; the replay middleware serves it),
-``traverse_seed``; ``traverse_snapshot`` (read: set in replay).
-Stats: ``sitemap/fetched`` (sitemap files read), ``sitemap/urls`` (URLs on the
-seed's origin they listed, first occurrences), ``sitemap/error`` (files that
-gave a warning).
+Each seed's ``SitemapWalk`` decides what to read; this module turns its fetches into
+``WhatwgRequest``s yielded by the spider, so each file passes the egress guard,
+robots.txt, retries, redirects and its origin's politeness slot like a page without
+being one. Capture stores each file read as a ``text`` snapshot under its own id
+(``sitemap_id``), and the parse always reads that snapshot's text, so a replay reads
+the same text and admits the same URLs with no network.
 """
 
 from __future__ import annotations
@@ -113,7 +92,7 @@ class SitemapReader:
         if fetch.kind == "robots":
             # Answered from the robots middleware's single load of the file.
             meta.update(dont_retry=True, dont_redirect=True, download_slot="robots " + origin)
-        # Requested exactly as the walk resolved it (issue 11).
+        # Requested exactly as the walk resolved it (fetch/request.py).
         return WhatwgRequest(
             fetch.url,
             callback=self.callback,
@@ -185,6 +164,9 @@ class SitemapReader:
         if len(walk.warnings) > before:
             inc(self.crawler.stats, "sitemap/error")
 
+    # A body that starts with gzip's magic bytes is un-gzipped whatever the headers say
+    # (Scrapy's ``gunzip``, bounded by DOWNLOAD_MAXSIZE); the text is decoded as pages
+    # are (BOM, header charset, XML declaration, UTF-8).
     def _snapshot(self, response: Response) -> Snapshot:
         meta = response.meta
         body = response.body

@@ -1,8 +1,8 @@
-"""A snapshot file's bytes (SPEC §12): Traverse's ``JSON.stringify(toDiskShape(s), null, 2)``.
+"""A snapshot file's bytes: Traverse's ``JSON.stringify(toDiskShape(s), null, 2)``.
 
-Apart from ``core.store`` so that the capture's writer process
-(``core.snapshotchild``), which renders every page's file, imports only this
-and the standard library: its start-up is paid by every capture.
+Apart from ``snapshots/store.py`` so that the capture's writer process
+(``snapshots/writer_process.py``), which renders every page's file, imports only
+this and the standard library: its start-up is paid by every capture.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def _json_text(snapshot: Snapshot) -> str:
 
 
 def _escape_lone_surrogates(text: str) -> str:
-    # Imported here: only an id with a lone surrogate needs it, and core.js pulls in
+    # Imported here: only an id with a lone surrogate needs it, and utils/javascript.py pulls in
     # urllib.parse, which every writer process's start-up would pay for.
     from traverse_crawl.utils.javascript import js_string
 

@@ -1,4 +1,4 @@
-"""The snapshot model (SPEC §9, CONTRACT §4): content type, text decoding, hashing.
+"""The snapshot model: content type, text decoding, hashing.
 
 A snapshot is a plain ``dict`` (typed as ``Snapshot``) in Traverse's JSON key order,
 so that it is written to the store and the manifest without any translation.
@@ -43,7 +43,7 @@ class Snapshot(_SnapshotFields, total=False):
     rendered: bool  # taken from Chromium
 
 
-# A Content-Type that resolves back to each stored kind (SPEC §9): replay's
+# A Content-Type that resolves back to each stored kind (``resolve_content_type``): replay's
 # responses and exported WARC records carry it.
 MEDIA_TYPES: dict[str, str] = {
     "html": "text/html; charset=utf-8",
@@ -53,7 +53,7 @@ MEDIA_TYPES: dict[str, str] = {
     "jpeg": "image/jpeg",
 }
 
-# Fields the manifest carries; bodies live in the store (CONTRACT §3).
+# Fields the manifest carries; bodies live in the store, addressed by ``sourceRef``.
 _MANIFEST_FIELDS = (
     "sourceId",
     "url",
@@ -71,7 +71,7 @@ _MANIFEST_FIELDS = (
 
 
 def resolve_content_type(header: str | None, hint: str | None = None) -> ContentType:
-    """SPEC §9: a hint wins; else substring rules on the lowercased header."""
+    """Traverse's rules: a hint wins; else substrings of the lowercased header, in order."""
     if hint:
         return hint  # type: ignore[return-value]
     value = (header or "").lower()
@@ -89,7 +89,7 @@ def resolve_content_type(header: str | None, hint: str | None = None) -> Content
 def decode_text(body: bytes, content_type_header: str | None) -> str:
     """w3lib's order: BOM, then the header's charset, then ``<meta>``, then UTF-8.
 
-    Invalid bytes become U+FFFD (CONTRACT §2).
+    Invalid bytes become U+FFFD. (Traverse always decodes as UTF-8.)
     """
     _, text = html_to_unicode(content_type_header, body, default_encoding="utf-8")
     return text
@@ -119,7 +119,11 @@ def build_snapshot(
     rendered: bool = False,
     fetched_at: str | None = None,
 ) -> Snapshot:
-    """A fresh snapshot from a response (SPEC §9). Optional fields are absent, not null."""
+    """A fresh snapshot from a response. Optional fields are absent, not null.
+
+    ``bodyHash`` is the SHA-256 of the text's UTF-8 bytes, or of the raw bytes for
+    pdf, png and jpeg, which keep them in ``bodyBytes`` (and an empty ``body``).
+    """
     binary = content_type in BINARY_TYPES
     text = "" if binary else decode_text(raw_body, content_type_header)
     snap: Snapshot = {
@@ -171,5 +175,5 @@ def with_flags(
 
 
 def body_size(snapshot: Snapshot) -> int:
-    """The manifest's optional page field ``bodySize`` (CONTRACT §3): ``len(body_bytes)``."""
+    """The manifest's optional page field ``bodySize``: ``len(body_bytes)``."""
     return len(body_bytes(snapshot))

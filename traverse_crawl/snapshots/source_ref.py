@@ -1,4 +1,4 @@
-"""``traverse-snapshot:`` provenance references (SPEC §14, CONTRACT §4).
+"""``traverse-snapshot:`` provenance references (docs/snapshots.md, "sourceRef").
 
 Built byte-identically to Traverse's ``buildSnapshotSourceRef``::
 
@@ -6,8 +6,8 @@ Built byte-identically to Traverse's ``buildSnapshotSourceRef``::
         + new URLSearchParams({url, sha256: bodyHash, fetchedAt}).toString()
 
 Parsed like ``parseSnapshotSourceRef``, except that a malformed percent-escape in
-the id gives None where Traverse throws ``URIError`` (SPEC §14 step 3, §17.8;
-forage's choice). The parser never raises, whatever it is given.
+the id gives None where Traverse throws ``URIError`` (forage's choice). The parser
+never raises, whatever it is given.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ def _form_encode(value: str) -> str:
 
 
 def build_source_ref(snapshot: Snapshot) -> str:
-    """The ref of a snapshot; ``fromCache``/``notModified`` are not part of it (SPEC §13.6)."""
+    """The ref of a snapshot; ``fromCache``/``notModified`` are not part of it, so a
+    replayed page has the ref it was captured with."""
     query = "&".join(
         f"{key}={_form_encode(value)}"
         for key, value in (
@@ -92,7 +93,7 @@ def parse_search_params(query: str) -> list[tuple[str, str]]:
 
 
 def parse_source_ref(ref: object) -> SourceRef | None:
-    """Parse tolerantly: None for anything malformed, never an exception (SPEC §14)."""
+    """Parse tolerantly: None for anything malformed, never an exception."""
     if not isinstance(ref, str) or not ref.startswith(PREFIX):
         return None
     rest = ref[len(PREFIX) :]

@@ -1,17 +1,10 @@
-"""``scrapy warc import``: WARC/WACZ records into snapshots (CONTRACT §8).
+"""``scrapy warc import``: WARC/WACZ records into snapshots (docs/web-archives.md).
 
-Every 2xx ``response`` and every ``resource`` record of an http(s) URL whose media type is one
-of the store's kinds (``html``, ``pdf``, ``png``, ``jpeg``, and ``text/*`` as
-``text``) becomes a snapshot of page id ``encodeURIComponent(ID)::URL``, with
-the record's date as ``fetchedAt`` (Traverse's millisecond form). The payload is
-decoded by warcio (chunked transfer coding, gzip/deflate/br content coding),
-then the text is decoded as a capture decodes it (SPEC §9). When a ``metadata``
-record written by traverse_crawl names the record (``WARC-Concurrent-To``), its
-``pageId`` URL, ``fetchedAt``, ``redirects``, ``etag``, ``lastModified`` and
-``rendered`` are restored, so an export imports back to the snapshots it came
-from. Of several records of one page the latest wins: one older than a
-record already imported for its page is not written (replay reads the latest
-anyway). Damaged records are skipped and reported (``core.warcread``).
+Every 2xx ``response`` and every ``resource`` record of an http(s) URL whose media
+type is one of the store's kinds becomes a snapshot of page id
+``encodeURIComponent(ID)::URL``; a ``metadata`` record written by traverse_crawl
+restores the snapshot's other fields, so an export imports back to the snapshots it
+came from. Damaged records are skipped and reported (``warc/reader.py``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""End-to-end crawls of real loopback servers: the frontier rules (SPEC §13, issue 2)."""
+"""End-to-end crawls of real loopback servers: the frontier rules."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from traverse_crawl.snapshots.store import source_dir_name
 
 
 def fixture_site(server: Server, other: str = "http://other.invalid") -> None:
-    """Traverse's own crawl fixture (issue 2)."""
+    """Traverse's own crawl fixture, the site its crawl tests use."""
     home = server.url("/home.html")
     server.site(
         {

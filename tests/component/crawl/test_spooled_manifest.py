@@ -1,10 +1,9 @@
-"""Real crawls whose pages wait in the spool, not in memory (issue 17).
+"""Real crawls whose pages wait in the spool, not in memory.
 
 The manifest a crawl writes is streamed from the spool: it must be exactly the
-bytes ``json.dump(manifest, indent=2, ensure_ascii=False)`` (the writer of
-earlier versions) makes of it, and its pages exactly the page objects the crawl
-built in memory (its items) — with errors, truncation, sitemaps, a stop and a
-resume, every page spilled to the spool file.
+bytes ``json.dump(manifest, indent=2, ensure_ascii=False)`` makes of it, and its
+pages exactly the page objects the crawl built in memory (its items), with errors,
+truncation, sitemaps, a stop and a resume, every page spilled to the spool file.
 """
 
 from __future__ import annotations

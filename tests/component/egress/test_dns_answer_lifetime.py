@@ -1,4 +1,4 @@
-"""The egress guard keeps each DNS answer for a bounded lifetime (issue 17 item 5).
+"""The egress guard keeps each DNS answer for a bounded lifetime.
 
 A real DNS server on 127.0.0.1 (``tests/support/dnsserver.py``) answers from a script and
 counts its queries; HTTP servers listen on 127.0.0.1 and 127.0.0.2. Time is a

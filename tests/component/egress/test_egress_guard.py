@@ -1,4 +1,4 @@
-"""The egress guard in real crawls and the pinning resolver (SPEC §18.2, CONTRACT §2).
+"""The egress guard in real crawls and the pinning resolver (docs/egress.md).
 
 Only loopback is ever contacted: HTTP servers on 127.0.0.1 (and a decoy on
 127.0.0.2), and a real DNS server on 127.0.0.1 that answers from a script, so a

@@ -1,4 +1,4 @@
-"""Every error message is one readable sentence naming the URL and the cause (issue 10 item 10)."""
+"""Every error message is one readable sentence naming the URL and the cause."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A hostile world (issue 10): broken servers and damaged inputs at real loopback servers."""
+"""A hostile world: broken servers and damaged inputs at real loopback servers."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from tests.component.fetch.test_polite_fetching import sequence
 from tests.support.server import Reply
 from tests.support.tlsserver import serve_tls
 
-# -- decompression bombs are too-large (CONTRACT §2) ----------------------------------
+# -- decompression bombs are too-large (DOWNLOAD_MAXSIZE) ---------------------------
 
 _ZEROS = b"\0" * (4 * 1024 * 1024)
 _BOMBS = {
@@ -62,8 +62,8 @@ async def test_non_ascii_retry_after_is_retried_with_backoff(server, crawl):
 
 @pytest_twisted.ensureDeferred
 async def test_first_request_is_not_delayed_on_a_freshly_booted_machine(server, crawl, monkeypatch):
-    # A fake clock (allowed: STYLE §14) for a machine booted 3 s ago; with
-    # TRAVERSE_MIN_DELAY=30 the first request used to wait 30 - 3 = 27 s.
+    # A fake clock (standing in for the OS) for a machine booted 3 s ago: a first request
+    # timed from monotonic 0 would wait 30 - 3 = 27 s at TRAVERSE_MIN_DELAY=30.
     started = time.monotonic()
 
     def uptime() -> float:

@@ -1,4 +1,4 @@
-"""Polite, safe fetching against real loopback servers (SPEC §6-§9, CONTRACT §2, issue 3)."""
+"""Polite, safe fetching against real loopback servers: delay, retries, redirects, snapshots."""
 
 from __future__ import annotations
 
@@ -271,7 +271,7 @@ async def test_latin1_and_bom_pages_are_decoded_and_hashed(server, crawl):
     assert snaps[0]["bodyHash"] == h("café")
     assert snaps[1]["bodyHash"] == h("café")
     assert snaps[2]["bodyHash"] == h('<meta charset="iso-8859-1"><p>café</p>')
-    # No charset anywhere: UTF-8, invalid bytes become U+FFFD (SPEC §9 example).
+    # No charset anywhere: UTF-8, invalid bytes become U+FFFD (Traverse's "café" example).
     assert snaps[3]["bodyHash"] == h("caf\ufffd")
     assert snaps[3]["bodyHash"].startswith("fb1552c13c0c")
 

@@ -1,4 +1,4 @@
-"""The request target sent is the WHATWG URL recorded, byte for byte (issue 11).
+"""The request target sent is the WHATWG URL recorded, byte for byte.
 
 A real server on loopback logs each request line's target as it arrived; the
 manifest's page ``url``, the snapshot's ``url``/``redirects``, the ``sourceRef``

@@ -46,7 +46,7 @@ def slot(delay: float, lastseen: float, last_end: float, head: float | None) -> 
         # The last download ended at 100.4: the next starts 1.0 after that end.
         (1.0, 100.0, 100.4, None, 1.4),
         (1.0, 100.0, 100.0, None, 1.0),
-        # A retry at the head waits its backoff instead of the delay (SPEC §6).
+        # A retry at the head waits its backoff instead of the delay.
         (1.0, 100.0, 100.4, 100.5, 0.5),
         (1.0, 100.0, 100.4, 90.0, EPS),
     ],

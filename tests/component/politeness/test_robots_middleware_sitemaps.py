@@ -1,4 +1,4 @@
-"""Component tests: the robots middleware's part in sitemap discovery (CONTRACT §9).
+"""Component tests: the robots middleware's part in sitemap discovery.
 
 The cache is filled as a load leaves it (``fetches``, ``rules``, ``unclaimed``);
 requests are built as ``traverse_crawl.sitemaps.requests`` builds them.

@@ -1,4 +1,4 @@
-"""robots.txt in real crawls against loopback servers (SPEC §4, §5; CONTRACT §2)."""
+"""robots.txt in real crawls against loopback servers (docs/robots.md)."""
 
 from __future__ import annotations
 

@@ -65,7 +65,7 @@ def test_always_marks_every_page_request_for_the_browser(render):
     meta = request.meta
     assert meta["traverse_render"] is True
     assert meta["playwright"] is True and meta["playwright_context"] == "traverse"
-    assert meta["dont_retry"] is True  # SPEC §11: the renderer is never retried
+    assert meta["dont_retry"] is True  # as in Traverse, the renderer is never retried
     assert meta["traverse_render_guard"] in GUARDS
     assert meta["playwright_page_goto_kwargs"]["wait_until"] == "commit"
     assert meta["traverse_warnings"] == [REVALIDATE_WARNING]
@@ -100,7 +100,7 @@ def test_a_shell_is_escalated_to_one_rendered_attempt_that_starts_afresh(render)
     assert new.meta["traverse_render_fallback"]["body"] == SHELL.encode()
     assert new.meta["traverse_warnings"] == ["w"]
     assert "traverse_render_escalation" not in new.meta
-    # A new attempt (core.attempt): no backoff deadline, retry count or validators of
+    # A new attempt (fetch/attempt.py): no backoff deadline, retry count or validators of
     # the plain one. A stale traverse_not_before let it skip TRAVERSE_MIN_DELAY.
     assert not (ATTEMPT_KEYS | {"retry_times"}) & set(new.meta)
     assert b"If-None-Match" not in new.headers and b"If-Modified-Since" not in new.headers
@@ -208,7 +208,7 @@ def test_a_rendered_dom_over_the_size_limit_is_too_large(render):
     ],
 )
 def test_the_addon_installs_the_middleware_only_when_pages_are_rendered(settings, installed):
-    crawler = make_crawler({"ADDONS": {"traverse_crawl.addon.Addon": 100}, **settings})
+    crawler = make_crawler({"ADDONS": {"traverse_crawl.Addon": 100}, **settings})
     entries = {
         load_object(key) if isinstance(key, str) else key: value
         for key, value in crawler.settings.getdict("DOWNLOADER_MIDDLEWARES").items()

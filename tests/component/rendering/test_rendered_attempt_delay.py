@@ -1,4 +1,4 @@
-"""Per-attempt request state: a new attempt never inherits the last one's (issue 9).
+"""Per-attempt request state: a new attempt never inherits the last one's.
 
 Crawls against a real loopback server and real Chromium; timings are the
 server's own timestamps.
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.browser
 
 MIN_DELAY = 1.5
 
-# A shell (SPEC §11): an empty mount and a script; the script adds the link.
+# A JavaScript shell: an empty mount and a script; the script adds the link.
 SHELL = """<!doctype html><html><head><title>Shell</title></head>
 <body><noscript>You need to enable JavaScript to run this app.</noscript>
 <div id="root"></div><script src="/bundle.js"></script></body></html>"""
@@ -47,7 +47,7 @@ async def test_a_retried_page_escalated_to_rendering_waits_the_min_delay(server,
     assert flaky_page["fetch"]["renderEscalation"]["outcome"] == "rendered"
     with server.lock:
         hits = [h for h in server.hits if h.path == "/flaky.html"]
-    # The 503, its retry (which waits its backoff instead of the delay, SPEC §6),
+    # The 503, its retry (which waits its backoff instead of the delay),
     # then the rendered attempt: a new request to the origin, which waits the delay.
     assert len(hits) == 3
     assert hits[2].start - hits[1].end >= MIN_DELAY - 0.05

@@ -1,4 +1,4 @@
-"""Rendering with Debian's Chromium through scrapy-playwright (SPEC §11, CONTRACT §2, issue 5).
+"""Rendering with Debian's Chromium through scrapy-playwright (docs/rendering.md).
 
 Every test here drives the real browser (``/usr/bin/chromium``, installed by
 ``.ci/run``) against real HTTP servers on 127.0.0.1; none is skipped.

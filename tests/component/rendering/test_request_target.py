@@ -1,4 +1,4 @@
-"""Rendered pages record, and request, the URL Scrapy asked for (issue 11).
+"""Rendered pages record, and request, the URL Scrapy asked for.
 
 Chromium has its own URL serialiser (it percent-encodes ``|`` in a path, for
 one); the snapshot's ``url`` and the links resolved against it must still be

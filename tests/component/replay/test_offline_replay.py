@@ -1,4 +1,4 @@
-"""Capture, then replay with no network (SPEC §12, §13.6; CONTRACT §2, §4, §5; issue 4)."""
+"""Capture, then replay with no network: the same pages, depths and ``sourceRef``s."""
 
 from __future__ import annotations
 

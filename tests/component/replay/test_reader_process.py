@@ -1,4 +1,4 @@
-"""Replay's reader process (issue 17, item 3): the same replay, read ahead beside the crawl.
+"""Replay's reader process: the same replay, read ahead beside the crawl.
 
 With ``TRAVERSE_REPLAY_READER`` (the default) each page's snapshot is read, and its
 links, ``sourceRef`` and ``bodySize`` found, in a process of its own; without it,

@@ -1,4 +1,4 @@
-"""Debug records that no handler takes are not built (issue 17, ``runtime/log_level_extension.py``).
+"""Debug records that no handler takes are not built (``runtime/log_level_extension.py``).
 
 Scrapy leaves the root logger at ``NOTSET`` and filters in its handler, so every
 ``logger.debug`` of a crawl built a record for nothing. The crawl raises the root

@@ -1,4 +1,4 @@
-"""Sitemap discovery against real loopback sites: discovery, formats, order (CONTRACT §9)."""
+"""Sitemap discovery against real loopback sites: discovery, formats, order."""
 
 from __future__ import annotations
 

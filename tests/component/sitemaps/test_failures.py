@@ -1,4 +1,4 @@
-"""Sitemaps that fail, mislead or attack; determinism, politeness and replay (CONTRACT §9)."""
+"""Sitemaps that fail, mislead or attack; determinism, politeness and replay."""
 
 from __future__ import annotations
 
@@ -182,7 +182,7 @@ async def test_sitemaps_are_retried_and_wait_their_turn(server, crawl):
     assert server.count("/sitemap.xml") == 2
     # One origin, one request at a time, the delay from each end to the next start,
     # sitemaps included (robots.txt has a slot of its own); a retry waits its
-    # backoff instead (SPEC §6).
+    # backoff instead.
     hits = sorted((h for h in server.hits if h.path != "/robots.txt"), key=lambda h: h.start)
     assert len(hits) == 6  # 4 pages, 2 attempts at the sitemap
     for before, after in pairwise(hits):

@@ -1,6 +1,7 @@
-"""A store written before issue 11 still replays and revalidates (docs/snapshots.md).
+"""A store whose snapshots record Scrapy-rewritten URLs still replays and revalidates.
 
-``tests/support/fixtures/legacy_store`` was captured by the pre-fix crawler: its snapshots
+``tests/support/fixtures/legacy_store`` was captured by a crawler that let Scrapy
+rewrite URLs (docs/snapshots.md): its snapshots
 record the URLs Scrapy's ``Request`` made of the frontier's (``/dir/x`` for
 ``/dir/x?``, ``%7C`` for ``|``).
 """
@@ -57,7 +58,7 @@ def legacy_origin() -> Iterator[Server]:
     yield from serve("127.0.0.11", 8811)
 
 
-def test_fixture_records_the_pre_fix_urls() -> None:
+def test_fixture_records_the_urls_scrapy_rewrote() -> None:
     """The fixture is what it claims: snapshot URLs differ from frontier URLs."""
     pages = {p["url"]: p["fetch"]["snapshot"] for p in legacy_manifest()["pages"]}
     assert pages[ORIGIN + "/dir/x?"]["url"] == ORIGIN + "/dir/x"
@@ -66,7 +67,9 @@ def test_fixture_records_the_pre_fix_urls() -> None:
 
 
 @pytest_twisted.ensureDeferred
-async def test_a_pre_fix_store_replays_its_capture(crawl: Any, legacy_store: Path) -> None:
+async def test_a_store_of_rewritten_urls_replays_its_capture(
+    crawl: Any, legacy_store: Path
+) -> None:
     result = await crawl(
         settings={**SETTINGS, "TRAVERSE_MODE": "replay", "TRAVERSE_STORE": str(legacy_store)},
         url=ORIGIN + PAGE,
@@ -80,10 +83,10 @@ async def test_a_pre_fix_store_replays_its_capture(crawl: Any, legacy_store: Pat
 
 
 @pytest_twisted.ensureDeferred
-async def test_a_pre_fix_store_revalidates(
+async def test_a_store_of_rewritten_urls_revalidates(
     crawl: Any, legacy_store: Path, legacy_origin: Server
 ) -> None:
-    """Every page's prior, recorded under the pre-fix URL, is sent its validators and kept."""
+    """Every page's prior, recorded under the rewritten URL, is sent its validators and kept."""
     tricky_site(legacy_origin, conditional=True)
     result = await crawl(
         settings={
@@ -109,8 +112,8 @@ async def test_a_pre_fix_store_revalidates(
     ("hop", "prior", "same"),
     [
         ("http://h/x?", "http://h/x?", True),
-        ("http://h/x?", "http://h/x", True),  # written before issue 11
-        ("http://h/a|b?q=^", "http://h/a%7Cb?q=%5E", True),  # written before issue 11
+        ("http://h/x?", "http://h/x", True),  # a URL Scrapy rewrote
+        ("http://h/a|b?q=^", "http://h/a%7Cb?q=%5E", True),  # a URL Scrapy rewrote
         ("http://h/x?#f", "http://h/x?", True),
         ("http://h/x", "http://h/x?", False),
         ("http://h/a%7Cb", "http://h/a|b", False),

@@ -82,7 +82,7 @@ async def test_revalidate_sends_nothing_to_another_url_or_a_rendered_attempt(
 
 def test_a_stale_sent_mark_does_not_make_a_304_trusted(revalidate_mw):
     mw, _ = revalidate_mw
-    # A new attempt never inherits traverse_revalidate_sent (core.attempt); if it
+    # A new attempt never inherits traverse_revalidate_sent (fetch/attempt.py); if it
     # did, a 304 to a request without validators would be taken for the prior.
     request = page_request("/p", headers=VALIDATORS, **STALE)
     assert request.meta["traverse_revalidate_sent"] == "stale"

@@ -1,4 +1,4 @@
-"""Conditional GET with stored validators (SPEC §10, §13.6; CONTRACT §2; issue 4)."""
+"""Conditional GET with stored validators (docs/snapshots.md, "Revalidation")."""
 
 from __future__ import annotations
 
@@ -143,7 +143,7 @@ async def test_validators_go_only_to_the_url_that_produced_them(server, crawl):
 @pytest_twisted.ensureDeferred
 async def test_unexpected_304_is_http_error(server, crawl):
     # No prior at all, then a prior without validators: no conditional GET, so a
-    # 304 cannot be trusted (SPEC §10).
+    # 304 cannot be trusted.
     server.routes["/always304.html"] = Reply(304, b"", content_type=None)
     url = server.url("/always304.html")
     result = await crawl(settings=REVALIDATE, url=url, source_id="s")

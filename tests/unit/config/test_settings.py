@@ -1,4 +1,4 @@
-"""Pure tables: settings parsing and validation (CONTRACT §2)."""
+"""Pure tables: settings parsing and validation (docs/settings.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Pure tests of the frontier: admission, in-order commit, caps, persistence (SPEC §13)."""
+"""Pure tests of the frontier: admission, in-order commit, caps, persistence."""
 
 from __future__ import annotations
 

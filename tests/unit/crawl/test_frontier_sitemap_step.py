@@ -1,5 +1,5 @@
 """Pure tests of the frontier's sitemap step: sitemap URLs right after the seed's links,
-whatever arrives first (CONTRACT §9, issue 15)."""
+whatever arrives first."""
 
 from __future__ import annotations
 

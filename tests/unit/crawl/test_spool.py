@@ -1,10 +1,10 @@
-"""Committed pages out of memory (issue 17): the spooled, streamed manifest is the in-memory one.
+"""Committed pages out of memory: the spooled, streamed manifest is the in-memory one.
 
 Pure tests: two frontiers get the same outcomes in the same scrambled order, one
 keeping its pages in memory (the reference), one in a ``Spool`` that spills
 every few pages; the streamed manifest must be, byte for byte, what
-``json.dump(manifest, indent=2, ensure_ascii=False)`` — the writer of earlier
-versions — makes of the in-memory manifest. Crawls with errors, warnings
+``json.dump(manifest, indent=2, ensure_ascii=False)`` makes of the in-memory
+manifest. Crawls with errors, warnings
 (non-ASCII, quotes, newlines), store failures, off-host pages, sitemaps,
 truncation, stops, and a resume from the journal's records.
 """

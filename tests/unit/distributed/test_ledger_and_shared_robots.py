@@ -1,4 +1,4 @@
-"""The per-origin ledger and the shared robots.txt in a real redis-server (CONTRACT §7).
+"""The per-origin ledger and the shared robots.txt in a real redis-server.
 
 Several workers are simulated in one process: each has its own Redis client and
 its own ``Ledger``/``SharedRobots``, as separate processes would. Times are

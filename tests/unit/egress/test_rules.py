@@ -1,4 +1,4 @@
-"""The egress guard's pure rules (SPEC §18.2): tables of inputs and outputs, no connections."""
+"""The egress guard's pure rules (docs/egress.md): tables of inputs and outputs, no connections."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Pure tables: WHATWG normalisation, page ids, link discovery (SPEC §13.4, §13.5, §17b)."""
+"""Pure tables: WHATWG normalisation, page ids, link discovery."""
 
 from __future__ import annotations
 

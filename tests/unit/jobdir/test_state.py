@@ -1,4 +1,4 @@
-"""Pure tests of the crawl state: journal records, refusals, and replay (CONTRACT §6).
+"""Pure tests of the crawl state: journal records, refusals, and replay.
 
 The replay property: for random link graphs, random completion orders and a
 crash at a random point, a frontier rebuilt from the kept records and driven to

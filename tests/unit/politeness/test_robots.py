@@ -1,4 +1,4 @@
-"""The pure robots engine (SPEC §5, §17.3-5, §17.15; RFC 9309 through protego)."""
+"""The pure robots engine: Traverse's matcher, its load policy, RFC 9309 through protego."""
 
 from __future__ import annotations
 
@@ -100,7 +100,7 @@ def test_parse_groups(text: str, groups: list[tuple[list[str], list[tuple[str, b
     [
         ("testbot", "testbot", 3),
         ("test", "testbot", 2),  # our token starts with the agent
-        ("testbotextra", "testbot", 2),  # the agent starts with our token (SPEC §17.4)
+        ("testbotextra", "testbot", 2),  # the agent starts with our token: a prefix either way
         ("googlebot/2.1", "googlebot", 2),  # compared as the full lowercased string
         ("*", "testbot", 1),
         ("other", "testbot", 0),
@@ -161,7 +161,7 @@ def test_select_group(text: str, user_agent: str, agents: list[str] | None) -> N
         ("User-agent: *\nDisallow: /search?q=", "/search", True),
         # An empty Allow is stored but never matches.
         ("User-agent: *\nAllow:\nDisallow: /", "/x", False),
-        # SPEC §17.3: Crawl-delay does not close the agent list, so * is blocked too.
+        # Crawl-delay does not close the agent list, so * is blocked too.
         ("User-agent: *\nCrawl-delay: 10\nUser-agent: other\nDisallow: /", "/x", False),
         # Duplicate groups are not merged: the first one wins.
         ("User-agent: testbot\nDisallow: /a\n\nUser-agent: testbot\nDisallow: /b", "/b", True),
@@ -255,7 +255,7 @@ DENY_ALL = b"User-agent: *\nDisallow: /"
         (RobotsFetch(401, DENY_ALL), False, True, lambda p: None),
         (RobotsFetch(403, DENY_ALL), False, True, lambda p: None),
         (RobotsFetch(408), False, True, lambda p: None),
-        # A 3xx is not followed; its body is parsed as robots text (SPEC §17.15).
+        # A 3xx is not followed; its body is parsed as robots text, as in Traverse.
         (RobotsFetch(301, DENY_ALL), False, False, lambda p: None),
         (RobotsFetch(302, b"<html>moved</html>"), False, True, lambda p: None),
         (RobotsFetch(200, DENY_ALL), False, False, lambda p: None),

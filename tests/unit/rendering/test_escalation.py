@@ -1,4 +1,4 @@
-"""Pure table: what a rendered attempt's response means (SPEC §11), without a browser."""
+"""Pure table: what a rendered attempt's response means, without a browser."""
 
 from __future__ import annotations
 

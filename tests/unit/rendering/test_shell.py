@@ -1,4 +1,4 @@
-"""The JavaScript-shell heuristic of on-shell-warning (SPEC §11), as a table of pages."""
+"""The JavaScript-shell heuristic of on-shell-warning, as a table of pages."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Pure tests of the diff classes and renderings (CONTRACT §10)."""
+"""Pure tests of the diff classes and renderings."""
 
 from __future__ import annotations
 

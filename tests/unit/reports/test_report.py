@@ -1,4 +1,4 @@
-"""Pure tests of the report model, the tree layout and the HTML escaping (CONTRACT §10)."""
+"""Pure tests of the report model, the tree layout and the HTML escaping."""
 
 from __future__ import annotations
 

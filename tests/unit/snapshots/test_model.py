@@ -1,4 +1,4 @@
-"""Pure tables: content types, decoding, hashing, key order (SPEC §9, CONTRACT §4)."""
+"""Pure tables: content types, decoding, hashing, key order."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""``traverse-snapshot:`` refs, as pure tables (SPEC §14, CONTRACT §4).
+"""``traverse-snapshot:`` refs, as pure tables (docs/snapshots.md, "sourceRef").
 
-Expected values that are not SPEC's own examples were produced by running
+Expected values that are not Traverse's own examples were produced by running
 Traverse's ``buildSnapshotSourceRef``/``parseSnapshotSourceRef`` (commit
 03aeb1d) under Node 20; "throws" rows are where Traverse throws ``URIError`` and
-we return None (SPEC §14 step 3).
+we return None, as forage does.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def _snap(source_id: str, url: str, body_hash: str, fetched_at: str) -> dict[str
 
 
 BUILD_TABLE = [
-    # SPEC §14's round-trip example
+    # Traverse's round-trip example
     (
         _snap(
             "id with spaces & symbols",
@@ -36,7 +36,7 @@ BUILD_TABLE = [
         "traverse-snapshot:id%20with%20spaces%20%26%20symbols?url=https%3A%2F%2Fexample.test"
         "%2Fx%3Fq%3D1&sha256=abc123&fetchedAt=2026-07-02T00%3A00%3A00.000Z",
     ),
-    # SPEC §14's crawl page: the page id is encoded a second time
+    # Traverse's crawl page: the page id is encoded a second time
     (
         _snap("crawl-1::" + HOME, HOME, DIGEST, "2026-07-06T00:00:00.000Z"),
         "traverse-snapshot:crawl-1%3A%3Ahttps%3A%2F%2Fexample.test%2Fcrawl-site%2Fhome.html"

@@ -1,6 +1,6 @@
-"""The filesystem snapshot store, as pure tables (SPEC §12, CONTRACT §4).
+"""The filesystem snapshot store, as pure tables (docs/snapshots.md, "The store").
 
-Expected values that are not SPEC's own examples were produced by running
+Expected values that are not Traverse's own examples were produced by running
 Traverse's ``snapshot-store.ts`` functions (commit 03aeb1d) under Node 20.
 """
 
@@ -33,7 +33,7 @@ HELLO_HASH = "e2c6c0ea7c7900c31f953e48d30d5e839801ab90630d751e7c8426ed5859da47"
 @pytest.mark.parametrize(
     ("source_id", "expected"),
     [
-        # SPEC §12's examples
+        # Traverse's own examples of the directory naming
         ("src-1", "src-1-cb51f000"),
         ("", "source-e3b0c442"),
         ("::", "source-71546855"),
@@ -267,7 +267,7 @@ def test_get_by_hash_or_any_prefix_newest_first(tmp_path: Path) -> None:
     digest = str(first["bodyHash"])
     assert store.get("page", digest) == again  # newest with that hash, no ambiguity check
     assert store.get("page", digest[:3]) == again
-    assert store.get("page", "") == other  # an empty prefix matches the newest (SPEC §17.6)
+    assert store.get("page", "") == other  # an empty prefix: the newest, as Traverse does
     assert store.get("page", "zz") is None
     assert store.find("page", digest, "2026-07-01T00:00:00.000Z") == first
     assert store.find("page", digest, "2026-07-09T00:00:00.000Z") is None
@@ -306,7 +306,7 @@ def test_same_name_overwrites_atomically(tmp_path: Path) -> None:
     snap = _snap("2026-07-01T00:00:00.000Z", "body")
     store.put(snap)
     flagged = {**snap, "fromCache": True, "notModified": True}
-    path = store.put(flagged)  # a 304's re-put (SPEC §13.6)
+    path = store.put(flagged)  # a 304's re-put overwrites the same file
     assert os.listdir(os.path.dirname(path)) == [os.path.basename(path)]
     assert store.list("page") == [flagged]
 

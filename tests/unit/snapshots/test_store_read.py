@@ -1,4 +1,4 @@
-"""The store's read path (issue 17 item 3): the same answers, read with less work."""
+"""The store's read path: the same answers, read with less work."""
 
 from __future__ import annotations
 
