@@ -21,6 +21,10 @@ from traverse_crawl.rendering.addon import update_render_settings
 
 PRIORITY = "addon"
 
+# The settings of the BFS frontier itself (its scheduler, no duplicate filter, no
+# DepthMiddleware, no Referer) are the traverse spider's: crawl/spider_settings.py.
+# A user's own spider keeps Scrapy's.
+#
 # The Scrapy settings whose value here differs from Scrapy's, beside every TRAVERSE_*
 # default (traverse_crawl.config.settings.DEFAULTS, which also holds USER_AGENT,
 # ROBOTSTXT_OBEY, DOWNLOAD_TIMEOUT, DOWNLOAD_MAXSIZE, REDIRECT_MAX_TIMES, ...).
@@ -30,28 +34,8 @@ SETTINGS: dict[str, Any] = {
     "COOKIES_ENABLED": False,
     "METAREFRESH_ENABLED": False,
     "DEFAULT_REQUEST_HEADERS": {"Accept": "text/html,application/xhtml+xml,text/plain,*/*"},
-    # The frontier deduplicates on WHATWG hrefs with the query verbatim; Scrapy's
-    # fingerprint sorts query parameters (canonicalize_url), so every page request is
-    # dont_filter.
-    # Fairness between origins: the scheduler hands out requests of the origin slot
-    # with the fewest active downloads, so one slow origin never starves another.
-    # JOBDIR holds the frontier's journal only (traverse_crawl/jobdir/pipeline.py): the
-    # scheduler keeps its queue in memory, no requests.seen is written, and Scrapy's
-    # pickled spider.state is not written (SpiderState is off below).
-    "SCHEDULER": "traverse_crawl.crawl.scheduler.MemoryScheduler",
-    "DUPEFILTER_CLASS": "scrapy.dupefilters.BaseDupeFilter",
-    "SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.DownloaderAwarePriorityQueue",
-    # Breadth first: requests have priority -depth (few distinct levels: Scrapy keeps
-    # one queue per level) and leave each level in the order they were admitted.
-    "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
-    "SCHEDULER_DISK_QUEUE": "scrapy.squeues.PickleFifoDiskQueue",
     "CONCURRENT_REQUESTS": 16,
     "CONCURRENT_REQUESTS_PER_DOMAIN": 8,
-    # Scrapy starts CONCURRENT_ITEMS worker tasks per response to process its output
-    # (the default 100 dominated the CPU profile). Each page yields one item, then its
-    # new requests: two workers let the requests go on while the item's snapshot is
-    # written.
-    "CONCURRENT_ITEMS": 2,
     # The egress guard pins the addresses it checked in this resolver, so the
     # connection goes to exactly those addresses (no DNS rebinding window). The
     # process reads it before any crawler exists: update_pre_crawler_settings.
@@ -70,19 +54,6 @@ SETTINGS: dict[str, Any] = {
     },
     "FEED_EXPORT_ENCODING": "utf-8",
     "LOG_LEVEL": "INFO",
-}
-
-# Spider middlewares that would change the crawl: Traverse sends no Referer; the
-# frontier owns depth (the spider sets Scrapy's ``depth`` key to the BFS depth, which
-# DepthMiddleware would recompute from the callback's response); and a request dropped
-# silently (URLLENGTH_LIMIT) would leave its page unrecorded. MetaCopyDetection warns
-# about response.meta copied into new requests, which the spider never does (it builds
-# each request's meta), and wrapped every output.
-SPIDER_MIDDLEWARES: dict[str, int | None] = {
-    "scrapy.spidermiddlewares.referer.RefererMiddleware": None,
-    "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
-    "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware": None,
-    "scrapy.spidermiddlewares.metacopy.MetaCopyDetectionMiddleware": None,
 }
 
 # Downloader middlewares, in process_request order; process_response runs bottom-up.
@@ -154,7 +125,6 @@ EXTENSIONS: dict[str, int | None] = {
     "traverse_crawl.crawl.stop.TwoSignalStop": 100,
     # TRAVERSE_WARC_DIR: every exchange of a capture also goes to WARC files.
     "traverse_crawl.warc.extension.WarcWriterExtension": 500,
-    "scrapy.extensions.spiderstate.SpiderState": None,
     "traverse_crawl.crawl.progress_extension.ProgressExtension": 510,
 }
 
@@ -175,7 +145,6 @@ class Addon:
         # spider (the crawl command checks the traverse spider's even earlier).
         TraverseConfig.from_settings(settings)
         for name, table in (
-            ("SPIDER_MIDDLEWARES", SPIDER_MIDDLEWARES),
             ("DOWNLOADER_MIDDLEWARES", DOWNLOADER_MIDDLEWARES),
             ("ITEM_PIPELINES", ITEM_PIPELINES),
             ("EXTENSIONS", EXTENSIONS),

@@ -13,11 +13,13 @@ from typing import Any
 import pytest
 from scrapy import Spider
 from scrapy.settings import BaseSettings
+from scrapy.settings import default_settings as scrapy_defaults
 from scrapy.utils.conf import build_component_list
 from scrapy.utils.misc import load_object
 from scrapy.utils.test import get_crawler
 
 from traverse_crawl.config.settings import DEFAULTS
+from traverse_crawl.crawl.spider import TraverseSpider
 
 ADDONS = {"ADDONS": {"traverse_crawl.Addon": 100}}
 PLAIN_HANDLER = "traverse_crawl.fetch.request.ExactTargetDownloadHandler"
@@ -85,8 +87,8 @@ def test_each_replacement_takes_the_priority_of_the_built_in_it_turns_off():
         assert ours[f"scrapy.downloadermiddlewares.{off}"] is None
 
 
-def test_the_spider_middlewares_that_would_change_the_crawl_are_off():
-    settings = settings_of()
+def test_the_spider_middlewares_that_would_change_the_bfs_are_off_for_the_traverse_spider():
+    settings = settings_of(spider=TraverseSpider)
     assert enabled(settings, "SPIDER_MIDDLEWARES") == [
         "scrapy.spidermiddlewares.start.StartSpiderMiddleware",
         "scrapy.spidermiddlewares.httperror.HttpErrorMiddleware",
@@ -94,8 +96,27 @@ def test_the_spider_middlewares_that_would_change_the_crawl_are_off():
     assert set(entries(settings, "SPIDER_MIDDLEWARES").values()) == {None}
 
 
-def test_pipelines_extensions_handler_and_scheduler():
+def test_a_users_own_spider_keeps_scrapys_scheduler_dupefilter_depth_and_state():
+    """The add-on makes every fetch polite and safe; the BFS frontier's scheduling is the
+    traverse spider's, so a plain spider still deduplicates, obeys DEPTH_LIMIT and keeps
+    its JOBDIR state."""
     settings = settings_of()
+    for name in ("SCHEDULER", "DUPEFILTER_CLASS", "SCHEDULER_MEMORY_QUEUE", "CONCURRENT_ITEMS"):
+        assert settings[name] == getattr(scrapy_defaults, name), name
+    spider_middlewares = enabled(settings, "SPIDER_MIDDLEWARES")
+    assert "scrapy.spidermiddlewares.depth.DepthMiddleware" in spider_middlewares
+    assert "scrapy.spidermiddlewares.referer.RefererMiddleware" in spider_middlewares
+    assert "scrapy.extensions.spiderstate.SpiderState" in enabled(settings, "EXTENSIONS")
+
+
+def test_a_scheduler_the_user_sets_wins_over_the_traverse_spiders():
+    settings = settings_of({"SCHEDULER": "scrapy.core.scheduler.Scheduler"}, TraverseSpider)
+    assert settings["SCHEDULER"] == "scrapy.core.scheduler.Scheduler"
+    assert settings["DUPEFILTER_CLASS"] == "scrapy.dupefilters.BaseDupeFilter"
+
+
+def test_pipelines_extensions_handler_and_scheduler():
+    settings = settings_of(spider=TraverseSpider)
     assert enabled(settings, "ITEM_PIPELINES") == [
         "traverse_crawl.snapshots.pipeline.SnapshotStorePipeline",
         "traverse_crawl.jobdir.pipeline.JournalPipeline",
@@ -127,7 +148,7 @@ def test_pipelines_extensions_handler_and_scheduler():
 
 
 def test_plain_values_and_every_default():
-    settings = settings_of()
+    settings = settings_of(spider=TraverseSpider)
     for name, value in DEFAULTS.items():
         assert settings[name] == value, name
     assert settings["TWISTED_DNS_RESOLVER"] == "traverse_crawl.egress.resolver.PinnedResolver"

@@ -31,7 +31,8 @@ ADAPTERS = frozenset({PACKAGE}) | frozenset(
     addon settings
     commands.common commands.crawl commands.crawlstatus commands.diff commands.report
     commands.snapshot commands.snapshots commands.warc
-    crawl.outcomes crawl.progress_extension crawl.scheduler crawl.spider crawl.stop
+    crawl.outcomes crawl.progress_extension crawl.scheduler crawl.spider crawl.spider_settings
+    crawl.stop
     distributed.ledger_slot distributed.pipeline distributed.shared_politeness
     distributed.worker
     egress.dns_lookup egress.middleware egress.resolver

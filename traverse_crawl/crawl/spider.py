@@ -18,10 +18,12 @@ from typing import Any
 from scrapy import Spider
 from scrapy.crawler import Crawler
 from scrapy.http import Response
+from scrapy.settings import BaseSettings
 from twisted.python.failure import Failure
 
 from traverse_crawl.config.settings import TraverseConfig, get_config
 from traverse_crawl.crawl import seeds as seedlib
+from traverse_crawl.crawl import spider_settings
 from traverse_crawl.crawl.frontier import Admission, Frontier, Outcome
 from traverse_crawl.crawl.items import PageItem
 from traverse_crawl.crawl.links import find_links
@@ -62,6 +64,11 @@ class TraverseSpider(Spider):
     job: Job | None
     remote: Any  # with REDIS_URL, this process's ``distributed.worker.Worker``, else None
     spool: Spool  # the committed pages of every seed, until their manifests are written
+
+    @classmethod
+    def update_settings(cls, settings: BaseSettings) -> None:
+        super().update_settings(settings)
+        spider_settings.apply(settings)
 
     def __init__(
         self,
