@@ -1,19 +1,8 @@
-"""Issue 17 item 1: capture (the default mode) against live, on the same site and server.
+"""Capture (the default mode) against live, on the same site and server.
 
     .venv/bin/python bench/run.py capture [--runs 5]
 
-Live and capture runs alternate (live, capture, live, capture, ...), each
-capture into a fresh store, so drift in the machine's load hits both alike;
-medians of pages/s (Scrapy's ``elapsed_time_seconds``) and of CPU per page
-(``ru_utime + ru_stime`` of the crawl process, which includes the snapshot
-writer process it waited for) are reported with their ratio; the writer
-process's own CPU (logged by the pipeline) is reported beside it, and the crawl
-process's own CPU is the difference. Every capture is checked to have stored
-one snapshot per page.
-
-``--baseline DIR`` adds a third configuration, interleaved with the other two:
-capture with the ``traverse_crawl`` package of another checkout (``git worktree
-add DIR <commit>`` or ``git archive``), for an A/B of a change to the write path.
+What it measures and how: the comment above ``bench_capture``.
 """
 
 from __future__ import annotations
@@ -23,7 +12,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-TARGET_CAPTURE_RATIO = 0.9  # capture pages/s >= 0.9x live pages/s (issue 17)
+TARGET_CAPTURE_RATIO = 0.9  # capture pages/s >= 0.9x live pages/s
 _WRITER_CPU = re.compile(r"snapshot writer process: .* ([\d.]+) s of CPU")
 
 
@@ -34,6 +23,18 @@ def writer_cpu_ms_per_page(runs: list[Any], pages: int) -> float | None:
     return round(statistics.median(cpu), 2) if cpu else None
 
 
+# Live and capture runs alternate (live, capture, live, capture, ...), each
+# capture into a fresh store, so drift in the machine's load hits both alike;
+# medians of pages/s (Scrapy's ``elapsed_time_seconds``) and of CPU per page
+# (``ru_utime + ru_stime`` of the crawl process, which includes the snapshot
+# writer process it waited for) are reported with their ratio; the writer
+# process's own CPU (logged by the pipeline) is reported beside it, and the crawl
+# process's own CPU is the difference. Every capture is checked to have stored
+# one snapshot per page.
+#
+# ``--baseline DIR`` adds a third configuration, interleaved with the other two:
+# capture with the ``traverse_crawl`` package of another checkout (``git worktree
+# add DIR <commit>`` or ``git archive``), for an A/B of a change to the write path.
 def bench_capture(bench: Any) -> dict[str, Any]:
     from bench import run as r  # the registry imports this module, not the other way
 

@@ -1,25 +1,9 @@
-"""Distributed crawls on Redis (issue 13): what Redis costs, what a second worker gains.
+"""Distributed crawls on Redis: what Redis costs, what a second worker gains.
 
     .venv/bin/python bench/run.py distributed            # (or: bench/distributed.py)
     .venv/bin/python bench/run.py distributed --runs 3 --origins 40 --per-origin 50
 
-The bench site of ``bench/site.py`` served by one nginx on ``--origins`` loopback
-ports (40 origins by default: 127.0.0.1:P1 ... P40), one seed per origin with
-``TRAVERSE_MAX_PAGES=--per-origin``, ``TRAVERSE_MIN_DELAY=0`` (CPU-bound), live
-mode. Interleaved, ``--runs`` times after ``--warmup``:
-
-- *single*: one ``scrapy crawl`` without Redis;
-- *1 worker*: the same crawl with ``REDIS_URL`` (a throwaway ``redis-server``);
-- *2 workers*: two workers of one crawl, started together.
-
-Crawl time: Scrapy's ``elapsed_time_seconds`` (spider opened → closed; for two
-workers the longer of the two); pages/s = the crawl's pages / crawl time; CPU =
-user+sys of every process, per page. Targets: 1 worker >= 0.7x single, 2 workers
->= 1.6x 1 worker. Then Redis memory: ``INFO memory`` ``used_memory`` after 10,000
-URLs are queued and admitted for one seed (a page of 10,000 links), and per page
-recorded at the end of the 1-worker crawl (its records are kept until the crawl's
-keys are deleted); and Redis's own time per script call (``INFO commandstats``,
-``cmdstat_evalsha``), which bounds how many workers one Redis serves.
+What it measures and how: the comment above ``main``.
 """
 
 from __future__ import annotations
@@ -161,6 +145,23 @@ def queued_memory(server: RedisProcess, urls: int) -> dict[str, Any]:
             "mean_url_chars": round(sum(map(len, links)) / urls, 1)}  # fmt: skip
 
 
+# The bench site of ``bench/site.py`` served by one nginx on ``--origins`` loopback
+# ports (40 origins by default: 127.0.0.1:P1 ... P40), one seed per origin with
+# ``TRAVERSE_MAX_PAGES=--per-origin``, ``TRAVERSE_MIN_DELAY=0`` (CPU-bound), live
+# mode. Interleaved, ``--runs`` times after ``--warmup``:
+#
+# - *single*: one ``scrapy crawl`` without Redis;
+# - *1 worker*: the same crawl with ``REDIS_URL`` (a throwaway ``redis-server``);
+# - *2 workers*: two workers of one crawl, started together.
+#
+# Crawl time: Scrapy's ``elapsed_time_seconds`` (spider opened → closed; for two
+# workers the longer of the two); pages/s = the crawl's pages / crawl time; CPU =
+# user+sys of every process, per page. Targets: 1 worker >= 0.7x single, 2 workers
+# >= 1.6x 1 worker. Then Redis memory: ``INFO memory`` ``used_memory`` after 10,000
+# URLs are queued and admitted for one seed (a page of 10,000 links), and per page
+# recorded at the end of the 1-worker crawl (its records are kept until the crawl's
+# keys are deleted); and Redis's own time per script call (``INFO commandstats``,
+# ``cmdstat_evalsha``), which bounds how many workers one Redis serves.
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=3)

@@ -1,26 +1,8 @@
-"""Issue 17 item 5: crawling by host name costs no more than crawling by IP address.
+"""Crawling by host name costs no more than crawling by IP address.
 
     .venv/bin/python bench/run.py dns [--runs 5]
 
-Three rows, interleaved (one run of each in turn, repeated), against the same
-nginx on 127.0.0.1 and the same 2,000-page site, default concurrency:
-
-- ``ip``: seed ``http://127.0.0.1:PORT/index.html``: the guard needs no DNS;
-- ``localhost``: seed ``http://localhost:PORT/index.html`` (``localhost`` comes
-  from /etc/hosts through the system resolver, ``getaddrinfo``, which reports no
-  TTL): the guard resolves once and reuses the answer for 60 s;
-- ``localhost, TRAVERSE_DNS_TTL_MAX=0``: the same, resolving for every request
-  and hop, as before issue 17 (the "before" of the change, in the same code).
-
-Target: ``localhost`` pages/s within noise of ``ip``. Reported: median pages/s,
-CPU ms per page, and the guard's lookup counts from the stats.
-
-On a loaded machine the crawls' spread hides a cost of a few microseconds per
-page, so the scenario also measures it directly (``python bench/dns.py
-lookups N``, in a process of its own): the wall and CPU time (all threads) of N
-sequential ``PinnedResolver.lookup("localhost")`` calls (what the guard did per
-request before; Twisted's thread-pool ``getaddrinfo``) against N answers taken
-from the guard's ``AnswerCache`` (what it does now within an answer's lifetime).
+What it measures and how: the comment above ``run``.
 """
 
 from __future__ import annotations
@@ -56,6 +38,25 @@ def _crawl(bench: Bench, label: str, host: str, extra: list[str]) -> Run:
         bench.seed_url = bench.origin + "/index.html"
 
 
+# Three rows, interleaved (one run of each in turn, repeated), against the same
+# nginx on 127.0.0.1 and the same 2,000-page site, default concurrency:
+#
+# - ``ip``: seed ``http://127.0.0.1:PORT/index.html``: the guard needs no DNS;
+# - ``localhost``: seed ``http://localhost:PORT/index.html`` (``localhost`` comes
+#   from /etc/hosts through the system resolver, ``getaddrinfo``, which reports no
+#   TTL): the guard resolves once and reuses the answer for 60 s;
+# - ``localhost, TRAVERSE_DNS_TTL_MAX=0``: the same, resolving for every request
+#   and hop: what keeping no DNS answer would cost, in the same code.
+#
+# Target: ``localhost`` pages/s within noise of ``ip``. Reported: median pages/s,
+# CPU ms per page, and the guard's lookup counts from the stats.
+#
+# On a loaded machine the crawls' spread hides a cost of a few microseconds per
+# page, so the scenario also measures it directly (``python bench/dns.py
+# lookups N``, in a process of its own): the wall and CPU time (all threads) of N
+# sequential ``PinnedResolver.lookup("localhost")`` calls (a lookup per request;
+# Twisted's thread-pool ``getaddrinfo``) against N answers taken from the guard's
+# ``AnswerCache`` (what it does within an answer's lifetime).
 def run(bench: Bench) -> dict[str, Any]:
     args = bench.args
     pages = bench.site.pages

@@ -1,20 +1,10 @@
-"""The cost of JOBDIR, and the time to resume a large crawl's state (issue 12).
+"""The cost of JOBDIR, and the time to resume a large crawl's state.
 
     .venv/bin/python bench/jobdir.py cost      # 2,000-page site: pages/s with and without JOBDIR
     .venv/bin/python bench/jobdir.py resume    # a 20,000-page crawl's journal: time to resume it
     .venv/bin/python bench/jobdir.py all
 
-``cost``: the bench site of ``bench/site.py`` behind nginx (as ``bench/run.py``),
-``scrapy crawl traverse`` in ``live`` and ``capture`` mode, each with and without
-a fresh ``JOBDIR``, interleaved, ``--runs`` measured runs after ``--warmup``;
-medians of pages/s over Scrapy's ``elapsed_time_seconds``.
-
-``resume``: a journal of a finished 20,000-page crawl (a synthetic link graph,
-ten same-origin links per page, records written by the real ``FileJournal``),
-then (a) in-process: ``open_job`` (read, checksum, parse, checks) plus
-``replay`` into a frontier — the state part of a resume; (b) end to end: the
-``scrapy crawl`` process that resumes the finished crawl, sends nothing and
-writes the manifest (interpreter start-up and Scrapy's included).
+What it measures and how: the comment above ``main``.
 """
 
 from __future__ import annotations
@@ -160,6 +150,17 @@ def bench_resume(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+# ``cost``: the bench site of ``bench/site.py`` behind nginx (as ``bench/run.py``),
+# ``scrapy crawl traverse`` in ``live`` and ``capture`` mode, each with and without
+# a fresh ``JOBDIR``, interleaved, ``--runs`` measured runs after ``--warmup``;
+# medians of pages/s over Scrapy's ``elapsed_time_seconds``.
+#
+# ``resume``: a journal of a finished 20,000-page crawl (a synthetic link graph,
+# ten same-origin links per page, records written by the real ``FileJournal``),
+# then (a) in-process: ``open_job`` (read, checksum, parse, checks) plus
+# ``replay`` into a frontier — the state part of a resume; (b) end to end: the
+# ``scrapy crawl`` process that resumes the finished crawl, sends nothing and
+# writes the manifest (interpreter start-up and Scrapy's included).
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("what", choices=["cost", "resume", "all"])

@@ -1,26 +1,8 @@
-"""The ``latency`` scenario (issue 17, item 4): how close a crawl gets to the latency bound.
+"""The ``latency`` scenario: how close a crawl gets to the latency bound.
 
     .venv/bin/python bench/run.py latency      # needs: apt-get install -y libnginx-mod-http-echo
 
-Every response of the bench site comes ``DELAY`` (50 ms) late: nginx's echo
-module (``echo_sleep``, a timer in nginx's event loop, so no worker is held)
-waits, then hands the request to the static file handler (``echo_exec``). With
-``CONCURRENCY`` requests in flight (``CONCURRENT_REQUESTS`` and
-``CONCURRENT_REQUESTS_PER_DOMAIN`` both 16, ``TRAVERSE_MIN_DELAY=0``), no crawler
-can beat the *bound* ``pages * DELAY / CONCURRENCY``; the figure is
-``bound / crawl time`` (target ≥ 0.9). The plain Scrapy spider runs the same way,
-interleaved, to tell what Scrapy costs from what traverse adds.
-
-Where the time beyond the bound goes, from nginx's access log (the end of each
-request, ``$msec``, and its duration, ``$request_time``: server-side, ms):
-- *start-up*: spider opened → the first request reached nginx; *tail*: the last
-  response → spider closed (both from the crawl time minus the server span);
-- *mean in flight*: Σ request durations / server span (16 at best);
-- *turnaround*: with N requests in flight, the (k+N)-th request start is the one
-  that the k-th response end made room for; the median of ``start[k+N] - end[k]``
-  is how long a freed slot stays empty (the client's per-response work, and any
-  wait for the scheduler to have a request);
-- *under-filled*: the share of the server span with fewer than N in flight.
+What it measures and how: the comment above ``run``.
 """
 
 from __future__ import annotations
@@ -104,11 +86,8 @@ def analyse(hits: list[Hit], concurrency: int) -> dict[str, Any]:
 @contextlib.contextmanager
 def _probe(bench: Bench, path: Path, name: str) -> Iterator[None]:
     """Run one crawl with bench/latency_probe.py writing to ``path``."""
+    # In the traverse project the add-on adds its own extensions to this dict.
     extensions: dict[str, int | None] = {"bench.latency_probe.LatencyProbe": 0}
-    if name == "traverse":
-        from traverse_crawl import settings
-
-        extensions = {**settings.EXTENSIONS, **extensions}
     added = [f"EXTENSIONS={json.dumps(extensions)}", f"LATENCY_PROBE_OUT={path}"]
     target = bench.args.set if name == "traverse" else bench.args.plain_set
     old_path = os.environ.get("PYTHONPATH")
@@ -124,6 +103,25 @@ def _probe(bench: Bench, path: Path, name: str) -> Iterator[None]:
             os.environ["PYTHONPATH"] = old_path
 
 
+# Every response of the bench site comes ``DELAY`` (50 ms) late: nginx's echo
+# module (``echo_sleep``, a timer in nginx's event loop, so no worker is held)
+# waits, then hands the request to the static file handler (``echo_exec``). With
+# ``CONCURRENCY`` requests in flight (``CONCURRENT_REQUESTS`` and
+# ``CONCURRENT_REQUESTS_PER_DOMAIN`` both 16, ``TRAVERSE_MIN_DELAY=0``), no crawler
+# can beat the *bound* ``pages * DELAY / CONCURRENCY``; the figure is
+# ``bound / crawl time`` (target ≥ 0.9). The plain Scrapy spider runs the same way,
+# interleaved, to tell what Scrapy costs from what traverse adds.
+#
+# Where the time beyond the bound goes, from nginx's access log (the end of each
+# request, ``$msec``, and its duration, ``$request_time``: server-side, ms):
+# - *start-up*: spider opened → the first request reached nginx; *tail*: the last
+#   response → spider closed (both from the crawl time minus the server span);
+# - *mean in flight*: Σ request durations / server span (16 at best);
+# - *turnaround*: with N requests in flight, the (k+N)-th request start is the one
+#   that the k-th response end made room for; the median of ``start[k+N] - end[k]``
+#   is how long a freed slot stays empty (the client's per-response work, and any
+#   wait for the scheduler to have a request);
+# - *under-filled*: the share of the server span with fewer than N in flight.
 def run(bench: Bench) -> dict[str, Any]:
     from bench.run import line, summary
 

@@ -1,25 +1,6 @@
 """A Scrapy extension for the ``latency`` bench: the order in which a crawl's work happens.
 
-Enabled by the bench only (``-s LATENCY_PROBE_OUT=FILE`` and ``EXTENSIONS``), for
-traverse and the plain spider alike. It records, in order, one letter per event:
-
-- ``R``: a request reached the downloader (Scrapy's ``request_reached_downloader``);
-- ``H``: the download handler was called for it;
-- ``W``: Twisted wrote a transport's buffered bytes (``doWrite``: requests go
-  out on the loop turn after the handler buffered them);
-- ``L``: a request left the downloader (``request_left_downloader``: its response is in);
-- ``P``: the spider started its work on a page (``TraverseSpider._outcome``, or
-  the plain spider's ``parse``);
-- ``S``: an item was scraped.
-
-It also stamps ``R`` and ``L`` with the wall clock and the process's own CPU
-time, stamps ``R``, ``H``, ``W`` and ``P`` with the number of the event loop's
-turn they happened in (asyncio's ``_run_once``, wrapped: bench-only), and writes
-everything as JSON when the spider closes. The order does
-not depend on how loaded the machine is, which is what makes it usable on a
-shared machine: the figure the bench takes from it is how many pages' work
-ran between a request being handed to the download handler and the socket
-write that sends it.
+Enabled by the bench only; what it records: the comment above ``LatencyProbe``.
 """
 
 from __future__ import annotations
@@ -35,6 +16,26 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
 
+# Enabled by the bench only (``-s LATENCY_PROBE_OUT=FILE`` and ``EXTENSIONS``), for
+# traverse and the plain spider alike. It records, in order, one letter per event:
+#
+# - ``R``: a request reached the downloader (Scrapy's ``request_reached_downloader``);
+# - ``H``: the download handler was called for it;
+# - ``W``: Twisted wrote a transport's buffered bytes (``doWrite``: requests go
+#   out on the loop turn after the handler buffered them);
+# - ``L``: a request left the downloader (``request_left_downloader``: its response is in);
+# - ``P``: the spider started its work on a page (``TraverseSpider._outcome``, or
+#   the plain spider's ``parse``);
+# - ``S``: an item was scraped.
+#
+# It also stamps ``R`` and ``L`` with the wall clock and the process's own CPU
+# time, stamps ``R``, ``H``, ``W`` and ``P`` with the number of the event loop's
+# turn they happened in (asyncio's ``_run_once``, wrapped: bench-only), and writes
+# everything as JSON when the spider closes. The order does
+# not depend on how loaded the machine is, which is what makes it usable on a
+# shared machine: the figure the bench takes from it is how many pages' work
+# ran between a request being handed to the download handler and the socket
+# write that sends it.
 class LatencyProbe:
     def __init__(self, crawler: Crawler, path: str) -> None:
         self.crawler = crawler

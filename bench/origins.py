@@ -1,26 +1,8 @@
-"""Issue 17 item 6: hundreds of origins at ``TRAVERSE_MIN_DELAY=1``, against the politeness limit.
+"""Hundreds of origins at ``TRAVERSE_MIN_DELAY=1``, against the politeness limit.
 
     .venv/bin/python bench/run.py origins [--origins 200] [--origin-pages 10] [--runs 3]
 
-One nginx listens on the same port of ``--origins`` loopback addresses
-(127.0.0.1, 127.0.0.2, ...), each serving the bench site; each address is an
-origin of its own. One crawl takes every origin as a seed (``-a seeds=FILE``,
-one line per origin, all of them in ``TRAVERSE_EGRESS_ALLOW``) with
-``TRAVERSE_MIN_DELAY=1`` and ``TRAVERSE_MAX_PAGES=--origin-pages`` per seed, and
-``CONCURRENT_REQUESTS`` = the number of origins (``CONCURRENT_REQUESTS_PER_DOMAIN``
-stays 8; politeness allows one request per origin at a time anyway), so the
-total is not the limit (``--set CONCURRENT_REQUESTS=16`` tries the project's
-default). robots.txt is fetched once per origin, without a delay.
-
-The politeness limit: each origin allows one page per ``delay`` seconds, so
-``origins / delay`` pages/s, and the P pages of an origin need at least
-``(P - 1) * delay`` seconds of gaps. Reported: pages/s (pages / crawl time)
-beside ``origins / delay`` and beside the bound ``origins * P / ((P - 1) * delay)``
-of that crawl, the ratio of the crawl time to ``(P - 1) * delay``, CPU ms per
-page, and, from nginx's log, the gaps between two page requests to one origin
-(the smallest must be ≥ the delay: politeness held; the median says how much
-later than the delay the next request came), when the last origin got its first
-page request, and the median time from an origin's first to last page.
+What it measures and how: the comment above ``run``.
 """
 
 from __future__ import annotations
@@ -98,6 +80,25 @@ def _gaps(server: ManyOrigins, since: int) -> dict[str, float]:
     }
 
 
+# One nginx listens on the same port of ``--origins`` loopback addresses
+# (127.0.0.1, 127.0.0.2, ...), each serving the bench site; each address is an
+# origin of its own. One crawl takes every origin as a seed (``-a seeds=FILE``,
+# one line per origin, all of them in ``TRAVERSE_EGRESS_ALLOW``) with
+# ``TRAVERSE_MIN_DELAY=1`` and ``TRAVERSE_MAX_PAGES=--origin-pages`` per seed, and
+# ``CONCURRENT_REQUESTS`` = the number of origins (``CONCURRENT_REQUESTS_PER_DOMAIN``
+# stays 8; politeness allows one request per origin at a time anyway), so the
+# total is not the limit (``--set CONCURRENT_REQUESTS=16`` tries the project's
+# default). robots.txt is fetched once per origin, without a delay.
+#
+# The politeness limit: each origin allows one page per ``delay`` seconds, so
+# ``origins / delay`` pages/s, and the P pages of an origin need at least
+# ``(P - 1) * delay`` seconds of gaps. Reported: pages/s (pages / crawl time)
+# beside ``origins / delay`` and beside the bound ``origins * P / ((P - 1) * delay)``
+# of that crawl, the ratio of the crawl time to ``(P - 1) * delay``, CPU ms per
+# page, and, from nginx's log, the gaps between two page requests to one origin
+# (the smallest must be ≥ the delay: politeness held; the median says how much
+# later than the delay the next request came), when the last origin got its first
+# page request, and the median time from an origin's first to last page.
 def run(bench: Bench) -> dict[str, Any]:
     args = bench.args
     count, per_origin = args.origins, args.origin_pages

@@ -3,13 +3,7 @@
     scrapy runspider bench/plain_spider.py -a url=http://127.0.0.1:PORT/index.html \
         -s DEPTH_LIMIT=50 -s CLOSESPIDER_ITEMCOUNT=2000
 
-What a Scrapy user would write from the tutorial: ``response.css("a::attr(href)")``,
-``response.follow``, Scrapy's default dupefilter, a same-host check, ``DEPTH_LIMIT``,
-``CLOSESPIDER_ITEMCOUNT`` as the page cap, and one small item per page. BFS order
-is Scrapy's documented recipe (``DEPTH_PRIORITY = 1`` with FIFO queues). It is run
-outside the project (no ``scrapy.cfg`` above its working directory), so none of
-traverse_crawl's settings or components apply; only the settings below and
-Scrapy's defaults (16 concurrent requests, 8 per domain, no delay) do.
+What it does, and why so: the comment above ``PlainSpider``.
 """
 
 from __future__ import annotations
@@ -22,6 +16,13 @@ import scrapy
 from scrapy.http import Response
 
 
+# What a Scrapy user would write from the tutorial: ``response.css("a::attr(href)")``,
+# ``response.follow``, Scrapy's default dupefilter, a same-host check, ``DEPTH_LIMIT``,
+# ``CLOSESPIDER_ITEMCOUNT`` as the page cap, and one small item per page. BFS order
+# is Scrapy's documented recipe (``DEPTH_PRIORITY = 1`` with FIFO queues). It is run
+# outside the project (no ``scrapy.cfg`` above its working directory), so none of
+# traverse_crawl's settings or components apply; only the settings below and
+# Scrapy's defaults (16 concurrent requests, 8 per domain, no delay) do.
 class PlainSpider(scrapy.Spider):
     name = "plain"
     custom_settings = {

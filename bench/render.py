@@ -1,33 +1,9 @@
-"""Rendered pages per second (docs/rendering.md, issue 5).
+"""Rendered pages per second (docs/rendering.md, "Cost").
 
     .venv/bin/python bench/render.py                 # 50 pages, 3 measured runs each
     .venv/bin/python bench/render.py --pages 50 --runs 5 --concurrency 4
 
-Two twin sites of ``--pages`` pages are generated and served by nginx on
-127.0.0.1 (``bench.site.Nginx``). Page ``i`` links to pages ``2i+1`` and
-``2i+2``, so a BFS from page 0 reaches every page:
-
-- the *js* site is a client-rendered app: each page is an empty
-  ``<div id="root">`` and an inline script that fetches ``/data/pNNN.json`` and
-  writes the heading, the text and the links into the page. Without a browser
-  a crawl finds page 0 and nothing else.
-- the *static* site serves the same heading, text and links as plain HTML.
-
-Each configuration is a real ``scrapy crawl traverse`` process (``live`` mode,
-``TRAVERSE_MIN_DELAY=0``, the project's concurrency unless ``--concurrency``):
-
-- ``never/static``: plain fetching, the baseline;
-- ``on-shell-warning/static``: the shell check on every page, nothing rendered;
-- ``always/js``: every page rendered in Chromium;
-- ``on-shell-warning/js``: every page fetched plain, found to be a shell, rendered.
-
-Per run: *crawl time* is Scrapy's ``elapsed_time_seconds`` (spider opened to
-closed; the browser starts inside it, on the first rendered page), *pages* and
-*rendered* come from the manifest, *pages/s* = pages / crawl time, *wall* is
-the whole process, *CPU* and *peak RSS* come from ``os.wait4`` on the crawl
-process (the browser's own processes are not in the RSS). The median of
-``--runs`` runs after ``--warmup`` unmeasured ones is printed and written as
-JSON to ``bench/results/render-<time>.json`` and ``latest-render.json``.
+What it measures and how: the comment above ``main``.
 """
 
 from __future__ import annotations
@@ -145,6 +121,31 @@ def median(runs: list[dict[str, Any]], key: str) -> float:
     return round(float(statistics.median(r[key] for r in runs)), 3)
 
 
+# Two twin sites of ``--pages`` pages are generated and served by nginx on
+# 127.0.0.1 (``bench.site.Nginx``). Page ``i`` links to pages ``2i+1`` and
+# ``2i+2``, so a BFS from page 0 reaches every page:
+#
+# - the *js* site is a client-rendered app: each page is an empty
+#   ``<div id="root">`` and an inline script that fetches ``/data/pNNN.json`` and
+#   writes the heading, the text and the links into the page. Without a browser
+#   a crawl finds page 0 and nothing else.
+# - the *static* site serves the same heading, text and links as plain HTML.
+#
+# Each configuration is a real ``scrapy crawl traverse`` process (``live`` mode,
+# ``TRAVERSE_MIN_DELAY=0``, the project's concurrency unless ``--concurrency``):
+#
+# - ``never/static``: plain fetching, the baseline;
+# - ``on-shell-warning/static``: the shell check on every page, nothing rendered;
+# - ``always/js``: every page rendered in Chromium;
+# - ``on-shell-warning/js``: every page fetched plain, found to be a shell, rendered.
+#
+# Per run: *crawl time* is Scrapy's ``elapsed_time_seconds`` (spider opened to
+# closed; the browser starts inside it, on the first rendered page), *pages* and
+# *rendered* come from the manifest, *pages/s* = pages / crawl time, *wall* is
+# the whole process, *CPU* and *peak RSS* come from ``os.wait4`` on the crawl
+# process (the browser's own processes are not in the RSS). The median of
+# ``--runs`` runs after ``--warmup`` unmeasured ones is printed and written as
+# JSON to ``bench/results/render-<time>.json`` and ``latest-render.json``.
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, default=50)

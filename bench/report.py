@@ -1,14 +1,8 @@
-"""Bench: ``scrapy report`` on a synthetic 5,000-page manifest (issue 16, target < 5 s).
+"""Bench: ``scrapy report`` on a synthetic 5,000-page manifest (target < 5 s).
 
     .venv/bin/python bench/report.py [--pages 5000] [--runs 3] [--out DIR]
 
-Writes one manifest of a plausible site (a seed, section pages, listings, leaves;
-depth up to 4; about 3 % failed pages of several kinds; a warning for each
-failure; ``discoveredFrom`` and ``bodySize`` on every page, as a crawl of this
-version writes them), then times ``scrapy report`` on it — the whole process, as
-a user waits for it, interpreter start-up and imports included — and the
-in-process build + render alone. Prints the medians and keeps the last report
-(``DIR/report.html``) to look at.
+What it measures and how: the comment above ``main``.
 """
 
 from __future__ import annotations
@@ -80,6 +74,13 @@ def synthetic_manifest(pages: int, seed: int = 16) -> dict[str, Any]:
     }
 
 
+# Writes one manifest of a plausible site (a seed, section pages, listings, leaves;
+# depth up to 4; about 3 % failed pages of several kinds; a warning for each
+# failure; ``discoveredFrom`` and ``bodySize`` on every page, as a crawl of this
+# version writes them), then times ``scrapy report`` on it — the whole process, as
+# a user waits for it, interpreter start-up and imports included — and the
+# in-process build + render alone. Prints the medians and keeps the last report
+# (``DIR/report.html``) to look at.
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=5000)

@@ -1,34 +1,24 @@
-"""traverse_crawl benchmarks (docs/performance.md): throughput, politeness, replay.
+"""traverse_crawl benchmarks: throughput, politeness, replay, capture (docs/performance.md).
 
-    .venv/bin/python bench/run.py crawl        # issue 2: traverse vs a plain Scrapy spider
-    .venv/bin/python bench/run.py politeness   # issue 3: 100 pages at TRAVERSE_MIN_DELAY=0.05
-    .venv/bin/python bench/run.py replay       # issue 4: replay pages/s beside live pages/s
+    .venv/bin/python bench/run.py crawl        # traverse vs a plain Scrapy spider
+    .venv/bin/python bench/run.py politeness   # 100 pages at TRAVERSE_MIN_DELAY=0.05
+    .venv/bin/python bench/run.py replay       # replay pages/s beside live pages/s
     .venv/bin/python bench/run.py all          # the three above, sharing one site and server
-    .venv/bin/python bench/run.py warc         # issue 14: capture with TRAVERSE_WARC_DIR vs without
-    .venv/bin/python bench/run.py capture      # issue 17: capture (default mode) vs live
+    .venv/bin/python bench/run.py warc         # capture with TRAVERSE_WARC_DIR vs without
+    .venv/bin/python bench/run.py capture      # capture (default mode) vs live
     .venv/bin/python bench/run.py profile      # py-spy profiles of both spiders, hot spots
-    .venv/bin/python bench/run.py dns          # issue 17: by host name (localhost) beside by IP
-    .venv/bin/python bench/run.py origins      # issue 17: hundreds of origins at MIN_DELAY=1
-    .venv/bin/python bench/run.py distributed  # issue 13: Redis workers (bench/distributed.py)
-    .venv/bin/python bench/run.py latency      # issue 17: 50 ms per response, against the bound
-    .venv/bin/python bench/run.py scale        # issue 17: RSS and pages/s at 2,000-100,000 pages
-    .venv/bin/python bench/run.py writersplit  # issue 17: capture's writer process, split
+    .venv/bin/python bench/run.py dns          # by host name (localhost) beside by IP
+    .venv/bin/python bench/run.py origins      # hundreds of origins at MIN_DELAY=1
+    .venv/bin/python bench/run.py distributed  # Redis workers (bench/distributed.py)
+    .venv/bin/python bench/run.py latency      # 50 ms per response, against the bound
+    .venv/bin/python bench/run.py scale        # RSS and pages/s at 2,000-100,000 pages
+    .venv/bin/python bench/run.py writersplit  # capture's writer process, split
+    .venv/bin/python bench/run.py ab --baseline DIR  # live, capture, replay against DIR
 
-Run from the repository root with the project's venv. Every crawl is a real
-``scrapy`` process (``scrapy crawl traverse`` with
-``SCRAPY_SETTINGS_MODULE=traverse_crawl.settings``; ``scrapy runspider
-bench/plain_spider.py`` from a directory outside the project) against nginx on
-127.0.0.1 serving the synthetic site of ``bench/site.py``.
-
-Per run: *crawl time* is Scrapy's ``elapsed_time_seconds`` stat (spider opened →
-spider closed, as logged), *pages* are the pages recorded (the manifest's pages
-for traverse, ``item_scraped_count`` for the plain spider), *pages/s* = pages /
-crawl time; *wall* is the whole process (interpreter start-up and imports
-included); *peak RSS* and *CPU* come from ``os.wait4`` on the crawl process
-(``ru_maxrss``, ``ru_utime + ru_stime``). Each configuration runs ``--runs``
-times (default 3) after ``--warmup`` unmeasured runs, interleaved with the
-other spider; the median is reported. Results are printed and written as JSON
-to ``bench/results/``.
+Every crawl is a real ``scrapy`` process against nginx on 127.0.0.1 serving the
+synthetic site of ``bench/site.py``; configurations are interleaved and the median of
+``--runs`` is reported (the method: docs/performance.md). Results are printed and
+written as JSON to ``bench/results/``.
 """
 
 from __future__ import annotations
@@ -73,14 +63,14 @@ RESULTS = REPO / "bench" / "results"
 PLAIN_SPIDER = REPO / "bench" / "plain_spider.py"
 MAX_DEPTH = 50  # far beyond the site's BFS depth (5): the page cap is what stops a crawl
 
-# Targets named by the issues.
-TARGET_SPEED_RATIO = 1.0  # traverse pages/s >= 1.0x the plain spider's (issue 2)
-TARGET_MEMORY_RATIO = 1.2  # traverse peak RSS <= 1.2x the plain spider's (issue 2)
-TARGET_POLITENESS_RATIO = 1.2  # 100 pages at 0.05 s: <= 1.2x the 5 s of delays (issue 3)
-TARGET_REPLAY_RATIO = 2.5  # replay pages/s >= 2.5x live pages/s (issue 17; issue 4 asked 3x)
-TARGET_WARC_RATIO = 0.85  # capture with WARC pages/s >= 0.85x capture without (issue 14)
-# Scenarios in bench/<name>.py (issue 17), each with run(bench).
-MODULES = ["dns", "origins", "latency", "scale", "writersplit"]
+# The targets each scenario reports against.
+TARGET_SPEED_RATIO = 1.0  # traverse pages/s >= 1.0x the plain spider's
+TARGET_MEMORY_RATIO = 1.2  # traverse peak RSS <= 1.2x the plain spider's
+TARGET_POLITENESS_RATIO = 1.2  # 100 pages at 0.05 s: <= 1.2x the 5 s of delays
+TARGET_REPLAY_RATIO = 2.5  # replay pages/s >= 2.5x live pages/s
+TARGET_WARC_RATIO = 0.85  # capture with WARC pages/s >= 0.85x capture without
+# Scenarios in bench/<name>.py, each with run(bench).
+MODULES = ["ab", "dns", "origins", "latency", "scale", "writersplit"]
 
 
 def python() -> str:
@@ -392,7 +382,7 @@ def verdict(ok: bool) -> str:
     return "PASS" if ok else "FAIL"
 
 
-# -- issue 2: throughput --------------------------------------------------------
+# -- throughput ----------------------------------------------------------------
 
 
 def bench_crawl(bench: Bench) -> dict[str, Any]:
@@ -455,14 +445,14 @@ def bench_crawl(bench: Bench) -> dict[str, Any]:
     return out
 
 
-# -- issue 3: politeness ----------------------------------------------------------
+# -- politeness ------------------------------------------------------------------
 
 
 def bench_politeness(bench: Bench) -> dict[str, Any]:
     args = bench.args
     pages, delay = args.polite_pages, args.polite_delay
     required = (pages - 1) * delay  # one delay between consecutive page requests
-    nominal = pages * delay  # "the 5 s that the delays alone require" (issue 3)
+    nominal = pages * delay  # the 5 s that the delays alone require
     print(f"\n== politeness: {pages} pages at TRAVERSE_MIN_DELAY={delay}, {args.runs} runs ==")
     runs: list[Run] = []
     server_rows: list[dict[str, float]] = []
@@ -515,7 +505,7 @@ def bench_politeness(bench: Bench) -> dict[str, Any]:
     return out
 
 
-# -- issue 4: replay --------------------------------------------------------------
+# -- replay ----------------------------------------------------------------------
 
 
 def _placeholder(relative: str) -> bool:
@@ -553,11 +543,11 @@ def bench_replay(bench: Bench) -> dict[str, Any]:
     cap = summary(captures)
     store_files = sum(1 for p in store.rglob("*") if p.is_file())
     store_bytes = sum(p.stat().st_size for p in store.rglob("*") if p.is_file())
-    # Live and replay alternate (issue 17), so that the shared machine's load
-    # drifts over both alike. nginx keeps serving the live runs; replay must
-    # not need it (CONTRACT §5): each replay run is checked to have sent it
+    # Live and replay alternate, so that the shared machine's load drifts over
+    # both alike. nginx keeps serving the live runs; replay must not need it (it
+    # opens no connection at all): each replay run is checked to have sent it
     # nothing, and a last replay runs with nginx stopped.
-    # --baseline: the same store replayed by another checkout too, in the same rounds.
+    # --baseline: the same store replayed by another checkout too, alternating alike.
     live_runs: list[Run] = []
     replays: list[Run] = []
     baselines: list[Run] = []
@@ -625,7 +615,7 @@ def bench_replay(bench: Bench) -> dict[str, Any]:
 
 
 def bench_warc(bench: Bench) -> dict[str, Any]:
-    """Issue 14: capture with TRAVERSE_WARC_DIR beside capture without, interleaved."""
+    """Capture with TRAVERSE_WARC_DIR beside capture without, interleaved."""
     args = bench.args
     pages = bench.site.pages
     print(f"\n== warc: capture {pages} pages with and without TRAVERSE_WARC_DIR ==")
@@ -686,20 +676,20 @@ BUCKETS: list[tuple[str, str]] = [
     ),
     (
         "HTML parse (lxml)",
-        r"document_fromstring|create_root_node|^_parse \(traverse_crawl/core/links",
+        r"document_fromstring|create_root_node|^_parse \(traverse_crawl/crawl/links",
     ),
-    ("snapshot: decode + sha256", r"\((traverse_crawl/core/snapshot\.py|w3lib/encoding)"),
-    ("WHATWG URLs (ada-url, core/urls)", r"\((ada_url/|traverse_crawl/core/urls)"),
+    ("snapshot: decode + sha256", r"\((traverse_crawl/snapshots/model\.py|w3lib/encoding)"),
+    ("WHATWG URLs (ada-url, fetch/urls)", r"\((ada_url/|traverse_crawl/fetch/urls)"),
     (
         "link extraction (selectors, urljoin)",
         r"^discover_links |\((parsel/|cssselect/)|^urljoin |^TextResponse\.(follow|urljoin) "
         r"|^Response\.(follow|urljoin) ",
     ),
-    ("frontier (record, admit, page object)", r"\(traverse_crawl/core/frontier"),
-    ("sourceRef", r"\(traverse_crawl/core/sourceref"),
+    ("frontier (record, admit, page object)", r"\(traverse_crawl/crawl/(frontier|queue|spool)"),
+    ("sourceRef", r"\(traverse_crawl/snapshots/source_ref"),
     (
         "snapshot store (files, JSON)",
-        r"\(traverse_crawl/core/(store|atomic|groupcommit|snapshot(file|writer|child))",
+        r"\(traverse_crawl/(snapshots/(store|file_text|batch_write|writer|writer_process)|utils/atomic)",
     ),
     ("Request objects", r"^Request\.__init__ |\(scrapy/http/request/|^Request\.replace "),
     ("scheduler priority queues (pqueues)", r"\((scrapy/pqueues|queuelib/)"),
@@ -707,18 +697,18 @@ BUCKETS: list[tuple[str, str]] = [
         "scheduler + dupefilter + fingerprints",
         r"\((scrapy/core/scheduler|scrapy/dupefilters|scrapy/utils/request|w3lib/url)",
     ),
-    ("downloader middlewares: traverse_crawl", r"\(traverse_crawl/downloadermiddlewares/"),
+    ("downloader middlewares: traverse_crawl", r"\(traverse_crawl/[a-z_]+/([a-z_]+_)?middleware"),
     ("downloader middlewares: Scrapy built-ins", r"\(scrapy/downloadermiddlewares/"),
     ("spider middlewares: Scrapy built-ins", r"\(scrapy/spidermiddlewares/"),
-    ("item pipelines (manifest, store)", r"\((traverse_crawl/pipelines/|scrapy/pipelines/)"),
+    ("item pipelines (manifest, store)", r"\((traverse_crawl/[a-z_]+/pipeline|scrapy/pipelines/)"),
     (
         "egress guard / resolver",
-        r"\((traverse_crawl/core/egress|traverse_crawl/resolver|"
+        r"\((traverse_crawl/egress/|"
         r"scrapy/resolver|twisted/internet/_resolver)",
     ),
     (
         "spider callback (own code)",
-        r"^(TraverseSpider|PlainSpider)\.|\(traverse_crawl/(spiders|items|exceptions|signals)",
+        r"^(TraverseSpider|PlainSpider)\.|\(traverse_crawl/(crawl/(spider|items|outcomes)|fetch/exceptions|signals)",
     ),
     (
         "stats, signals, logging, extensions",
@@ -950,7 +940,7 @@ def main(argv: list[str] | None = None) -> int:
         description="traverse_crawl benchmarks",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    from bench.scale import add_arguments  # issue 17: bench/scale.py
+    from bench.scale import add_arguments  # scale's own options
 
     parser.add_argument(
         "what",
@@ -978,7 +968,7 @@ def main(argv: list[str] | None = None) -> int:
         "--baseline",
         type=Path,
         default=None,
-        help="capture, replay: another checkout, interleaved (A/B)",
+        help="ab, capture, replay: another checkout, interleaved (A/B)",
     )
     parser.add_argument("--site-dir", type=Path, default=None, help="reuse a generated site here")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory")

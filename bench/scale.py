@@ -1,23 +1,9 @@
-"""Memory and speed at scale (issue 17): 2,000 / 20,000 / 100,000 pages.
+"""Memory and speed at scale: 2,000 / 20,000 / 100,000 pages.
 
     .venv/bin/python bench/run.py scale                              # every count, both crawlers
     .venv/bin/python bench/run.py scale --scale 100000 --crawlers plain --runs 1 --warmup 0
 
-For each page count N a site of N pages (``bench/site.py``, same seed, so the
-same generator; each count is its own link graph) is served by nginx, and
-``scrapy crawl traverse`` (live, ``TRAVERSE_MAX_PAGES=N``) and the plain spider
-(``CLOSESPIDER_ITEMCOUNT=N``) crawl all of it, interleaved, ``--runs`` times after
-``--warmup``. Per run: peak RSS (``ru_maxrss`` from ``os.wait4``), pages/s over
-Scrapy's ``elapsed_time_seconds``, CPU per page — as ``bench/run.py``.
-
-The plain spider takes minutes at 100,000 pages: ``--scale`` and ``--crawlers``
-select a piece. Rows not measured by this invocation are carried over from
-``bench/results/latest-scale.json`` (with the date they were measured), so the
-targets can be judged from pieces run at different times. With ``--site-dir D``
-the sites are kept in ``D-<N>`` and reused by later pieces.
-
-Targets: traverse's peak RSS at 100,000 pages <= 1.3x its peak RSS at 2,000,
-and <= 0.6x the plain spider's at 100,000.
+What it measures and how: the comment above ``bench_scale``.
 """
 
 from __future__ import annotations
@@ -62,6 +48,21 @@ def _previous() -> dict[str, Any]:
         return {}
 
 
+# For each page count N a site of N pages (``bench/site.py``, same seed, so the
+# same generator; each count is its own link graph) is served by nginx, and
+# ``scrapy crawl traverse`` (live, ``TRAVERSE_MAX_PAGES=N``) and the plain spider
+# (``CLOSESPIDER_ITEMCOUNT=N``) crawl all of it, interleaved, ``--runs`` times after
+# ``--warmup``. Per run: peak RSS (``ru_maxrss`` from ``os.wait4``), pages/s over
+# Scrapy's ``elapsed_time_seconds``, CPU per page — as ``bench/run.py``.
+#
+# The plain spider takes minutes at 100,000 pages: ``--scale`` and ``--crawlers``
+# select a piece. Rows not measured by this invocation are carried over from
+# ``bench/results/latest-scale.json`` (with the date they were measured), so the
+# targets can be judged from pieces run at different times. With ``--site-dir D``
+# the sites are kept in ``D-<N>`` and reused by later pieces.
+#
+# Targets: traverse's peak RSS at 100,000 pages <= 1.3x its peak RSS at 2,000,
+# and <= 0.6x the plain spider's at 100,000.
 def bench_scale(bench: Bench) -> dict[str, Any]:
     args = bench.args
     counts = [int(c) for c in args.scale.split(",") if c]

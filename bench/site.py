@@ -1,22 +1,5 @@
 """The benchmark site: a deterministic synthetic site and an nginx that serves it.
 
-``generate(root)`` writes ``pages`` HTML pages of about ``page_bytes`` bytes each
-(``/index.html`` is page 0, the others ``/pages/pNNNN.html``) and a permissive
-``/robots.txt``. Page ``i`` links to its children ``4i+1 .. 4i+4`` (so a BFS from
-``/index.html`` reaches every page, within depth ``ceil(log4(3·pages+1)) - 1``),
-to ``extra_links`` pseudo-random pages, back to the index, and to one off-site
-URL that every spider must skip. Hrefs come in three spellings (relative,
-absolute-path, ``../``) and some carry a fragment, so the link extraction and
-URL resolution of the crawlers are exercised, not bypassed. Everything is drawn
-from ``random.Random(seed)``: the same arguments give byte-identical files, and
-``digest`` in ``site.json`` says so.
-
-``Nginx(root)`` runs Debian's nginx in the foreground (``daemon off``) with a
-throwaway configuration in a temporary directory, on a free 127.0.0.1 port,
-with an access log that records, per request, the time it ended (``$msec``),
-its duration (``$request_time``), the status, the bytes sent and the URI. There
-is no fallback server: without nginx the bench stops and says how to install it.
-
 Run ``python bench/site.py DIR`` to generate a site and serve it until Ctrl-C.
 """
 
@@ -165,6 +148,16 @@ class SiteInfo:
         }
 
 
+# ``generate(root)`` writes ``pages`` HTML pages of about ``page_bytes`` bytes each
+# (``/index.html`` is page 0, the others ``/pages/pNNNN.html``) and a permissive
+# ``/robots.txt``. Page ``i`` links to its children ``4i+1 .. 4i+4`` (so a BFS from
+# ``/index.html`` reaches every page, within depth ``ceil(log4(3·pages+1)) - 1``),
+# to ``extra_links`` pseudo-random pages, back to the index, and to one off-site
+# URL that every spider must skip. Hrefs come in three spellings (relative,
+# absolute-path, ``../``) and some carry a fragment, so the link extraction and
+# URL resolution of the crawlers are exercised, not bypassed. Everything is drawn
+# from ``random.Random(seed)``: the same arguments give byte-identical files, and
+# ``digest`` in ``site.json`` says so.
 def generate(
     root: Path,
     pages: int = DEFAULT_PAGES,
@@ -256,6 +249,11 @@ def _die_with_parent() -> None:
         pass
 
 
+# ``Nginx(root)`` runs Debian's nginx in the foreground (``daemon off``) with a
+# throwaway configuration in a temporary directory, on a free 127.0.0.1 port,
+# with an access log that records, per request, the time it ended (``$msec``),
+# its duration (``$request_time``), the status, the bytes sent and the URI. There
+# is no fallback server: without nginx the bench stops and says how to install it.
 class Nginx:
     """A foreground nginx serving ``root`` on 127.0.0.1 until ``stop()``."""
 
@@ -276,7 +274,7 @@ class Nginx:
         # As root, nginx's workers would drop to "nobody", who may not read a
         # 0700 temp dir: keep them as the invoking user.
         user = "user root root;\n" if os.geteuid() == 0 else ""
-        # worker_rlimit_nofile: the scale bench serves 100,000 files (issue 17).
+        # worker_rlimit_nofile: the scale bench serves 100,000 files.
         return f"""{user}worker_processes 1;
 worker_rlimit_nofile 65536;
 daemon off;

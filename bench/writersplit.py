@@ -1,37 +1,8 @@
-"""Where capture's last tenth goes (issue 17, item 1): the writer process's work, split.
+"""Where capture's cost beyond live goes: the writer process's work, split.
 
     .venv/bin/python bench/run.py writersplit [--runs 9]
 
-Four rows, interleaved (one run of each in turn, repeated), against the same
-nginx and the same 2,000-page site, default settings:
-
-- ``live``: no store;
-- ``capture``: the code as it is;
-- ``capture, no files``: a copy of the package whose writer process answers every
-  batch at once without writing anything: everything capture costs the *crawl*
-  process (the item that waits, the frame, the pipe, the answers) and none of the
-  writer's own work;
-- ``capture, CPU only``: a copy whose writer process spins on the CPU, per file,
-  for as long as the real writer's median CPU per file in this bench's ``capture``
-  runs so far (0.45 ms before the first), and writes nothing: the writer's CPU
-  without its file system work.
-
-The copies are made once per bench run in the scratch directory (the package
-copied, one line of ``snapshots/writer_process.py`` replaced); they are never installed.
-Per row: median pages/s and its ratio to ``live``, CPU per page of the crawl
-process and of the writer process, and how many of the machine's cores were busy
-while the crawl ran (``/proc/stat``, every process on the machine: the crawl,
-its writer, nginx, the kernel's threads, anything else). Reading them: the gap
-between ``capture, no files`` and ``live`` is the crawl process's own cost of
-capturing; between ``capture`` and ``capture, no files`` the writer's work; and
-``capture, CPU only`` tells whether that work hurts as CPU time (it then costs
-about what ``capture`` does) or through the file system.
-
-Per row also: the devices' interrupts per page, per CPU (``/proc/interrupts``,
-the numbered lines; the line with the most is named). A capture's files end in
-block-device interrupts, which the kernel handles on the CPUs the disk's
-interrupt is routed to, in the time of whatever runs there (docs/performance.md,
-"Capture", round 4).
+What it measures and how: the comment above ``run``.
 """
 
 from __future__ import annotations
@@ -68,7 +39,7 @@ def _variant(bench: Bench, name: str) -> Path:
     """A copy of the package whose writer process runs ``VARIANTS[name]`` instead of writing."""
     root = bench.scratch / ("variant-" + name.replace(", ", "-").replace(" ", "-"))
     shutil.copytree(REPO / "traverse_crawl", root / "traverse_crawl")
-    child = root / "traverse_crawl" / "core" / "snapshotchild.py"
+    child = root / "traverse_crawl" / "snapshots" / "writer_process.py"
     text = child.read_text(encoding="utf-8")
     if text.count(CALL) != 1:
         raise SystemExit(f"writersplit: {child} no longer calls write_batch as {CALL.strip()!r}")
@@ -113,6 +84,36 @@ def _interrupts_per_page(
     return [round(value / max(pages, 1), 2) for value in per_cpu], busiest
 
 
+# Four rows, interleaved (one run of each in turn, repeated), against the same
+# nginx and the same 2,000-page site, default settings:
+#
+# - ``live``: no store;
+# - ``capture``: the code as it is;
+# - ``capture, no files``: a copy of the package whose writer process answers every
+#   batch at once without writing anything: everything capture costs the *crawl*
+#   process (the item that waits, the frame, the pipe, the answers) and none of the
+#   writer's own work;
+# - ``capture, CPU only``: a copy whose writer process spins on the CPU, per file,
+#   for as long as the real writer's median CPU per file in this bench's ``capture``
+#   runs so far (0.45 ms before the first), and writes nothing: the writer's CPU
+#   without its file system work.
+#
+# The copies are made once per bench run in the scratch directory (the package
+# copied, one line of ``snapshots/writer_process.py`` replaced); they are never installed.
+# Per row: median pages/s and its ratio to ``live``, CPU per page of the crawl
+# process and of the writer process, and how many of the machine's cores were busy
+# while the crawl ran (``/proc/stat``, every process on the machine: the crawl,
+# its writer, nginx, the kernel's threads, anything else). Reading them: the gap
+# between ``capture, no files`` and ``live`` is the crawl process's own cost of
+# capturing; between ``capture`` and ``capture, no files`` the writer's work; and
+# ``capture, CPU only`` tells whether that work hurts as CPU time (it then costs
+# about what ``capture`` does) or through the file system.
+#
+# Per row also: the devices' interrupts per page, per CPU (``/proc/interrupts``,
+# the numbered lines; the line with the most is named). A capture's files end in
+# block-device interrupts, which the kernel handles on the CPUs the disk's
+# interrupt is routed to, in the time of whatever runs there (docs/snapshots.md,
+# "Where the crawl runs, on a small machine").
 def run(bench: Bench) -> dict[str, Any]:
     args = bench.args
     pages = bench.site.pages

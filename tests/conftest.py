@@ -1,4 +1,4 @@
-"""Shared fixtures: loopback servers and an in-process crawl runner (STYLE §14-15)."""
+"""Shared fixtures: loopback servers and an in-process crawl runner."""
 
 from __future__ import annotations
 
@@ -14,10 +14,26 @@ from scrapy.crawler import AsyncCrawlerRunner
 from scrapy.utils.project import get_project_settings
 from twisted.internet.defer import Deferred
 
-from tests.server import Server, serve
+from tests.support.server import Server, serve
 from traverse_crawl.crawl.spider import TraverseSpider
 
 os.environ.setdefault("SCRAPY_SETTINGS_MODULE", "traverse_crawl.settings")
+
+# A test that starts one of these services through its fixture carries the service's
+# marker (pyproject.toml), so that `-m "not redis"` leaves out exactly what needs one.
+SERVICE_FIXTURES = {"redis_server": "redis", "scrapyd": "scrapyd"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects anything
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    unmarked = [
+        f"{item.nodeid} uses the {fixture} fixture but is not marked {marker}"
+        for item in items
+        for fixture, marker in SERVICE_FIXTURES.items()
+        if fixture in getattr(item, "fixturenames", ()) and item.get_closest_marker(marker) is None
+    ]
+    if unmarked:
+        raise pytest.UsageError("\n".join(unmarked))
 
 
 @pytest.fixture

@@ -1,3 +1,63 @@
-"""traverse_crawl: a polite, reproducible same-origin BFS crawler built on Scrapy."""
+"""traverse_crawl: a polite, reproducible same-origin BFS crawler built on Scrapy.
 
-__version__ = "0.1.0"
+The public API is ``__all__`` (docs/settings.md, "Public API"); every other name is
+private and may change. Each name is imported on first use, so importing the package,
+as its child processes do, loads nothing of Scrapy.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from traverse_crawl.version import __version__
+
+if TYPE_CHECKING:
+    from traverse_crawl.addon import Addon
+    from traverse_crawl.crawl.items import PageItem
+    from traverse_crawl.crawl.spider import TraverseSpider
+    from traverse_crawl.errors import ErrorKind, FetchError
+    from traverse_crawl.snapshots.model import Snapshot
+    from traverse_crawl.snapshots.source_ref import SourceRef, build_source_ref, parse_source_ref
+    from traverse_crawl.snapshots.store import FilesystemSnapshotStore
+
+# Where each public name is defined.
+_MODULES = {
+    "Addon": "traverse_crawl.addon",
+    "TraverseSpider": "traverse_crawl.crawl.spider",
+    "PageItem": "traverse_crawl.crawl.items",
+    "FetchError": "traverse_crawl.errors",
+    "ErrorKind": "traverse_crawl.errors",
+    "FilesystemSnapshotStore": "traverse_crawl.snapshots.store",
+    "Snapshot": "traverse_crawl.snapshots.model",
+    "SourceRef": "traverse_crawl.snapshots.source_ref",
+    "build_source_ref": "traverse_crawl.snapshots.source_ref",
+    "parse_source_ref": "traverse_crawl.snapshots.source_ref",
+}
+
+__all__ = [
+    "Addon",
+    "ErrorKind",
+    "FetchError",
+    "FilesystemSnapshotStore",
+    "PageItem",
+    "Snapshot",
+    "SourceRef",
+    "TraverseSpider",
+    "__version__",
+    "build_source_ref",
+    "parse_source_ref",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups do not come here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})

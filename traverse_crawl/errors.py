@@ -1,4 +1,4 @@
-"""Typed page outcomes: one frozen ``FetchError`` per failed page (CONTRACT §3)."""
+"""Typed page outcomes: one frozen ``FetchError`` per failed page (``fetch.error``)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ class FetchError:
 class ConfigError(ValueError):
     """An invalid setting or argument; raised at start-up, before any request.
 
-    The message always names the setting or argument (CONTRACT §1).
+    The message always names the setting or argument; the crawl exits with status 2.
     """
 
     def __init__(self, name: str, problem: str) -> None:

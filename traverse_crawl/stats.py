@@ -1,4 +1,4 @@
-"""One way to count an event in the crawl's stats (STYLE §10: ``component/event`` keys).
+"""One way to count an event in the crawl's stats (``component/event`` keys, docs/settings.md).
 
 A crawler built without a stats collector (``crawler.stats`` is ``None`` until
 the crawl starts) counts nothing instead of failing.

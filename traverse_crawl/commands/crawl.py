@@ -1,10 +1,9 @@
 """``scrapy crawl``, with traverse's settings and arguments checked first.
 
-An invalid setting or argument of the ``traverse`` spider stops the command
-before the crawler starts, with one line that names it and exit status 2
-(CONTRACT §1), instead of a traceback. With ``LOG_FILE`` set (scrapyd jobs),
-the line is also logged, since stderr is not the job's log. Other spiders run exactly as with
-Scrapy's own command.
+An invalid setting or argument of the ``traverse`` spider stops the command before
+the crawler starts, with one line that names it and exit status 2, instead of a
+traceback. With ``LOG_FILE`` set (scrapyd jobs), the line is also logged, since
+stderr is not the job's log. Other spiders run exactly as with Scrapy's own command.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from scrapy.settings import BaseSettings
 
 from traverse_crawl.config.scrapy_settings import parse_log_level
 from traverse_crawl.config.settings import TraverseConfig
-from traverse_crawl.crawl.stop import install as install_shutdown
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.jobdir.pipeline import jobdir_path, resolve_seeds
 from traverse_crawl.rendering.addon import check_render
@@ -43,7 +41,7 @@ def check_arguments(spargs: dict[str, str]) -> None:
 
 
 def make_directory(name: str, path: str) -> None:
-    """Create ``path``, or say in plain words why it cannot be (issue 10)."""
+    """Create ``path``, or say in plain words why it cannot be (exit 2 naming the setting)."""
     if os.path.exists(path) and not os.path.isdir(path):
         raise ConfigError(name, f"{path!r} is not a directory")
     try:
@@ -77,7 +75,6 @@ class Command(ScrapyCrawlCommand):
             return
         crawler = self._create_crawler(args[0])
         self.crawler_process.crawl(crawler, **opts.spargs)
-        install_shutdown(self.crawler_process)
         self.crawler_process.start()
         try:
             stats = crawler.stats  # unset when the crawl never started
@@ -95,7 +92,7 @@ class Command(ScrapyCrawlCommand):
 def check(settings: BaseSettings, spargs: dict[str, str]) -> None:
     """Everything that can be wrong before the first request, as a ConfigError.
 
-    With rendering on, that includes a browser that cannot start (CONTRACT §2).
+    With rendering on, that includes a browser that cannot start (docs/rendering.md).
     """
     config = TraverseConfig.from_settings(settings)
     check_arguments(spargs)

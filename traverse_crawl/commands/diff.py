@@ -1,14 +1,9 @@
-"""``scrapy diff OLD NEW``: what changed between two crawls (CONTRACT §10).
+"""``scrapy diff OLD NEW``: what changed between two crawls (docs/reports.md).
 
-OLD and NEW are manifests or manifest directories (``TRAVERSE_MANIFEST_DIR``);
-seeds are matched by id. Prints the counts of each class, then the URLs of each
-class except ``unchanged``; ``--json`` prints one JSON object instead. Exit status
-0, or with ``--exit-code`` 1 when anything differs; 2, with one ``error:`` line
-naming the file, for an unreadable or non-manifest input.
-
-Needs no store. With ``--bodies``, each ``changed`` text page also shows a
-unified diff of its two bodies read from ``TRAVERSE_STORE`` (``-s`` overrides it),
-at most ``--bodies-lines`` lines; a body the store does not hold is said so.
+OLD and NEW are manifests or manifest directories; the classes are
+``reports/diff.py``'s. Exit status 0, or with ``--exit-code`` 1 when anything differs;
+2, with one ``error:`` line naming the file, for an unreadable or non-manifest input.
+Needs no store, except for ``--bodies`` (``TRAVERSE_STORE``).
 """
 
 from __future__ import annotations

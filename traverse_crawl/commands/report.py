@@ -1,16 +1,8 @@
-"""``scrapy report MANIFEST_OR_DIR ... -o report.html``: a crawl as one HTML page (CONTRACT §10).
+"""``scrapy report MANIFEST_OR_DIR ... -o report.html``: a crawl as one HTML page (docs/reports.md).
 
-Per seed: totals by outcome kind, HTTP status and content type, pages per depth,
-the BFS tree with failed pages marked, the largest pages, every warning; with
-``--against OLD`` (manifests or a manifest directory) the changes of ``scrapy
-diff``, coloured. The file is self-contained (``core.reporthtml``): it opens from
-disk in any browser and makes no request.
-
-The store (``TRAVERSE_STORE``, ``-s`` overrides it) is read only for manifests
-written without the optional ``discoveredFrom``/``bodySize`` fields (Traverse's
-own, or older ones): link discovery is replayed on the stored bodies and their sizes are
-measured. Without a store such a report still renders, saying what it lacks.
-
+The file is self-contained (``reports/html.py``): it opens from disk in any browser
+and makes no request. The store is read only for manifests written without the
+optional ``discoveredFrom``/``bodySize`` fields (Traverse's own, or older ones).
 Exit status 0; 2 with one ``error:`` line naming the file for an unreadable or
 non-manifest input; 1 when the report cannot be written.
 """

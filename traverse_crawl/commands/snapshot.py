@@ -1,14 +1,9 @@
-"""``scrapy snapshot REF``: write one stored snapshot's body and metadata (SPEC §14).
+"""``scrapy snapshot REF``: write one stored snapshot's body and metadata (docs/snapshots.md).
 
-``REF`` is a ``traverse-snapshot:`` sourceRef, as in a manifest's
-``pages[].sourceRef`` or ``scrapy snapshots ID --json``. The snapshot it names
-(same page id, same body hash, same ``fetchedAt``) is read from
-``TRAVERSE_STORE`` (``-s TRAVERSE_STORE=DIR`` overrides it). Its body — the raw
-bytes of a pdf/png/jpeg, the UTF-8 text otherwise — goes to stdout, or to
-``-o FILE``; its metadata (the snapshot without its body, plus ``sourceRef``) goes
-as JSON to stderr, or to ``--meta FILE`` (``--meta -`` is stdout, allowed with
-``-o`` only). A malformed ref, a missing store or a ref with no stored snapshot
-prints one ``error:`` line on stderr and exits with status 1.
+``REF`` is a ``traverse-snapshot:`` sourceRef; the snapshot it names (same page id,
+body hash and ``fetchedAt``) is read from ``TRAVERSE_STORE``. Its body goes to stdout
+or ``-o FILE``, its metadata as JSON to stderr or ``--meta FILE``. A malformed ref, a
+missing store or a ref with no stored snapshot is one ``error:`` line, exit status 1.
 """
 
 from __future__ import annotations

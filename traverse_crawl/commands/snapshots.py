@@ -1,17 +1,9 @@
-"""``scrapy snapshots ID``: list the stored snapshots of a page or of a seed (CONTRACT §4).
+"""``scrapy snapshots ID``: list the stored snapshots of a page or of a seed (docs/snapshots.md).
 
-Reads ``TRAVERSE_STORE`` from the project settings (``-s TRAVERSE_STORE=DIR``
-overrides it); needs no crawl and opens no connection. ``ID`` is a page id
-(``<seed id>::<url>``, as in a manifest's ``pages[].id``) or, when no page has
-that id, a seed id: then every stored page of that seed is listed. One line per
-snapshot, newest first::
-
-    <fetchedAt>  <status>  <type>  <first 12 of bodyHash>  <url>
-
-``--json`` prints one JSON object per line instead: the snapshot without its
-body (the manifest's ``fetch.snapshot``) plus its ``sourceRef``, which
-``scrapy snapshot REF`` accepts. An unknown id or a missing store prints one
-``error:`` line on stderr and exits with status 1.
+Reads ``TRAVERSE_STORE``; needs no crawl and opens no connection. ``ID`` is a page id
+or, when no page has that id, a seed id. One line per snapshot, newest first, or with
+``--json`` one JSON object per line (the snapshot without its body, plus its
+``sourceRef``). An unknown id or a missing store is one ``error:`` line, exit status 1.
 """
 
 from __future__ import annotations
@@ -36,7 +28,7 @@ from traverse_crawl.utils.javascript import encode_uri_component
 
 
 def seed_pages(store: FilesystemSnapshotStore, seed_id: str) -> list[Snapshot]:
-    """Every stored snapshot whose page id belongs to ``seed_id`` (SPEC §13.5)."""
+    """Every stored snapshot whose page id belongs to ``seed_id`` (``<encoded seed id>::``)."""
     try:
         prefix = encode_uri_component(seed_id) + "::"
     except ValueError:

@@ -1,15 +1,10 @@
-"""``scrapy warc export`` and ``scrapy warc import`` (CONTRACT §8, docs/web-archives.md).
+"""``scrapy warc export`` and ``scrapy warc import`` (docs/web-archives.md).
 
-``scrapy warc export [SEED_ID ...] -o FILE.warc.gz|FILE.wacz``: the snapshots of
-``TRAVERSE_STORE`` (all, or those of the seeds named) as WARC ``resource``
-records (``core.warcexport``), or a WACZ package (``core.wacz``). The file is
-written under a temporary name and renamed when complete.
-
-``scrapy warc import FILE.warc[.gz]|FILE.wacz ... --source-id ID``: records into
-snapshots of page ids ``encodeURIComponent(ID)::URL`` (``core.warcimport``).
-Damaged records are skipped with a ``warning:`` line on stderr naming the file
-and offset; the import goes on and exits 0, printing how many records it read,
-imported and skipped. Progress goes to stderr every 1,000 records.
+Export: the snapshots of ``TRAVERSE_STORE`` (all, or those of the seeds named) as WARC
+``resource`` records (``warc/export.py``) or a WACZ package (``warc/wacz.py``), written
+under a temporary name and renamed when complete. Import: records into snapshots of
+page ids ``encodeURIComponent(ID)::URL`` (``warc/importer.py``); a damaged record is
+skipped with a ``warning:`` line, and the import exits 0.
 """
 
 from __future__ import annotations
@@ -26,7 +21,6 @@ from typing import Any
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from traverse_crawl import __version__
 from traverse_crawl.commands.common import StoreCommand, open_store, run_safely
 from traverse_crawl.commands.common import write_text as _write
 from traverse_crawl.commands.snapshots import seed_pages
@@ -35,6 +29,7 @@ from traverse_crawl.errors import ConfigError
 from traverse_crawl.fetch.exceptions import CommandFailed
 from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.snapshots.store import FilesystemSnapshotStore
+from traverse_crawl.version import __version__
 from traverse_crawl.warc.export import write_warc
 from traverse_crawl.warc.importer import ImportReport, Source, candidates, file_source
 from traverse_crawl.warc.records import info_fields

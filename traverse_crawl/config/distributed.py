@@ -1,4 +1,4 @@
-"""Settings of a distributed crawl (CONTRACT §7), parsed and checked at start-up.
+"""Settings of a distributed crawl (docs/settings.md), parsed and checked at start-up.
 
 ``REDIS_URL`` and ``REDIS_PARAMS`` are scrapy-redis's setting names, so a user
 who knows scrapy-redis configures the connection the same way; ``REDIS_URL``
@@ -85,41 +85,6 @@ DEFAULTS: dict[str, Any] = {
     f.setting: f.default for f in FIELDS.values() if f.setting.startswith("TRAVERSE_")
 }
 
-# What REDIS_URL adds to a crawl, by import path, so that a single-process crawl
-# imports nothing of traverse_crawl/distributed/ (nor redis): each page's outcome
-# to Redis once its snapshot is stored (after the store pipeline, 300), and the
-# politeness every worker shares (an extension: built before the middlewares).
-COMPONENTS: dict[str, dict[str, int]] = {
-    "ITEM_PIPELINES": {"traverse_crawl.distributed.pipeline.CommitPipeline": 850},
-    "EXTENSIONS": {"traverse_crawl.distributed.shared_politeness.SharedPoliteness": 100},
-}
-
-
-class ComponentSettings(SettingsLike, Protocol):
-    """Scrapy's ``BaseSettings``, as far as ``add_components`` needs them."""
-
-    def getdict(self, name: str) -> dict[Any, Any]: ...
-    def getpriority(self, name: str) -> int | None: ...
-    def set(self, name: str, value: Any, priority: int) -> None: ...
-
-
-def add_components(settings: ComponentSettings, priority: int) -> None:
-    """With ``REDIS_URL`` set, the distributed crawl's components join the crawl's
-    (a component the user listed, even as None, stays as they listed it).
-
-    ``priority``: the caller's settings priority. The merged dict is set at it, or
-    at the dict's own if higher, so that a later merge of the project's settings
-    into the crawler's (Scrapy's runner does one) does not replace it.
-    """
-    if not str(settings.get("REDIS_URL") or "").strip():
-        return
-    for name, components in COMPONENTS.items():
-        listed = settings.getdict(name)
-        missing = {path: order for path, order in components.items() if path not in listed}
-        if missing:
-            at = max(settings.getpriority(name) or 0, priority)
-            settings.set(name, {**listed, **missing}, at)
-
 
 @dataclass(frozen=True)
 class RedisConfig:
@@ -136,7 +101,7 @@ class RedisConfig:
 
     @classmethod
     def from_settings(cls, settings: SettingsLike) -> RedisConfig:
-        """Every field parsed; ``REDIS_URL`` with ``JOBDIR`` is refused (CONTRACT §7)."""
+        """Every field parsed; ``REDIS_URL`` with ``JOBDIR`` is refused (exit 2 naming both)."""
         values = {}
         for attr, (name, default, parse) in FIELDS.items():
             value = settings.get(name)

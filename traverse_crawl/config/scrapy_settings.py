@@ -1,14 +1,10 @@
-"""Scrapy's own settings that a traverse crawl relies on, checked at start-up (issue 10).
+"""Scrapy's own settings that a traverse crawl relies on, checked at start-up (docs/settings.md).
 
-Scrapy reads these with ``getint``/``getfloat`` when its components start: a
-value such as ``DOWNLOAD_MAXSIZE=1e6`` passes a lenient check and then crashes
-Scrapy with a traceback (``int("1e6")``), and values such as
-``CONCURRENT_REQUESTS_PER_DOMAIN=-1`` or ``TRAVERSE_MIN_DELAY=1e308`` are
-accepted but never fetch anything. Each is checked here, before the crawler
-starts, and a bad one is a ``ConfigError`` naming the setting and what is
-accepted (exit status 2 from ``scrapy crawl``).
-
-Pure: names and values only, no Scrapy import (STYLE §1).
+Scrapy reads these with ``getint``/``getfloat`` when its components start: a value such
+as ``DOWNLOAD_MAXSIZE=1e6`` would crash Scrapy with a traceback (``int("1e6")``), and
+``CONCURRENT_REQUESTS_PER_DOMAIN=-1`` would never fetch anything. A bad one is a
+``ConfigError`` naming the setting and what is accepted, before the crawler starts.
+Pure: names and values only, no Scrapy import.
 """
 
 from __future__ import annotations
@@ -100,7 +96,7 @@ def parse_log_level(name: str, value: Any) -> str | int:
 
 # Scrapy settings read by Scrapy's own components during a traverse crawl.
 # (DOWNLOAD_TIMEOUT, DOWNLOAD_MAXSIZE, REDIRECT_MAX_TIMES, RETRY_TIMES and
-# USER_AGENT are read by traverse too and checked with core.config.FIELDS.)
+# USER_AGENT are read by traverse too and checked with config/settings.py's FIELDS.)
 CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "CONCURRENT_REQUESTS": parse_count,
     "CONCURRENT_REQUESTS_PER_DOMAIN": parse_count,

@@ -1,12 +1,10 @@
-"""Typed, validated traverse_crawl settings (CONTRACT §2).
+"""Typed, validated traverse_crawl settings (docs/settings.md).
 
-Every setting is read once, here, into a frozen ``TraverseConfig``: ``FIELDS`` has
-one row per setting with its default (the only place defaults live) and its
-parser. An invalid value raises ``ConfigError`` naming the setting and the
-accepted values, at start-up and never halfway through a crawl (STYLE §3). Values
-may come from ``settings.py`` (typed) or ``-s NAME=VALUE`` / scrapyd ``setting=``
-(strings). ``get_config(crawler)`` parses them once per crawler, for every
-component; the ``Protocol`` types keep this module free of Scrapy.
+Every setting is read once, here, into a frozen ``TraverseConfig``: ``FIELDS`` has one
+row per setting with its default (the only place defaults live) and its parser. An
+invalid value raises ``ConfigError`` naming the setting and the accepted values, at
+start-up and never halfway through a crawl. ``get_config(crawler)`` parses them once per
+crawler; the ``Protocol`` types keep this module free of Scrapy.
 """
 
 from __future__ import annotations
@@ -114,7 +112,7 @@ def parse_selector(name: str, value: Any) -> str:
 
 
 def parse_list(name: str, value: Any) -> list[str]:
-    """A JSON list or a comma-separated string (CONTRACT §2)."""
+    """A JSON list or a comma-separated string, as every list setting accepts."""
     if isinstance(value, (list, tuple)):
         items = list(value)
     elif isinstance(value, str):
@@ -165,13 +163,13 @@ def parse_path(name: str, value: Any) -> str:
 
 
 def parse_retries(name: str, value: Any) -> int:
-    # Traverse clamps retries to [0, 5] (SPEC §2.1); we also round down, since a
+    # Traverse clamps retries to [0, 5]; we also round down, since a
     # fractional attempt count means nothing.
     return int(at_least(0.0, MAX_RETRIES)(name, value))
 
 
 def parse_user_agent(name: str, value: Any) -> str:
-    """Non-empty: an empty name matches every robots.txt group (issue 10)."""
+    """Non-empty: an empty name matches every robots.txt group."""
     text = str(value)
     if not text.strip():
         raise ConfigError(

@@ -1,31 +1,10 @@
-"""The BFS frontier of one seed, and its manifest (SPEC §13, CONTRACT §3, §5).
+"""The BFS frontier of one seed: queue, seen set, admission under the budget, and the manifest.
 
-Hand-written because the admission rules are the design (STYLE §5).
-
-Determinism under concurrency: Traverse fetches one URL at a time, so its
-manifest is the prefix of the BFS discovery sequence. Here pages are fetched in
-parallel and their outcomes arrive in any order, but they are *committed* in
-admission order: a page's links enter the queue only when every page before it
-has been committed. The queue therefore grows exactly as in the sequential loop,
-and admitting queue entries up to ``max_pages`` admits the same URLs, in the same
-order, at the same depths — while everything already admitted is fetched at once.
-
-Sitemap URLs (CONTRACT §9) enter right after the seed's links, so after
-``expect_sitemaps()`` no commit after the seed's happens before
-``add_sitemap_urls()``; the seed's links, whose positions are known, are
-admitted at once. Whichever comes back first, the queue is the same.
-
-Memory (issues 10, 17): the seen set and the URLs past the admissible queue are
-64-bit hashes (``urls.url_hash``). With a ``Spool`` (the spider's; ``crawl/spool.py``)
-committed pages go to it and the manifest is streamed from it (``write_manifest``),
-the queue keeps only its admitted window in memory (``crawl/queue.py``), and at most
-``ADMIT_WINDOW`` URLs are admitted and not committed: memory stays flat in the pages.
-
-Persistence (``JOBDIR``) keeps the outcomes, not this object: replaying them
-through ``record`` rebuilds the same state whatever order they were kept in
-(``jobdir/state.py``). Links beyond the depth limit may be handed in (a crawl
-with a JOBDIR keeps them, for a later, deeper resume); they enter the queue only
-from pages below ``max_depth``.
+Pages are fetched in parallel and their outcomes arrive in any order, but they are
+committed in admission order, so the queue grows exactly as in Traverse's
+sequential loop and the manifest is the same whatever the concurrency
+(docs/architecture.md, "From seed to manifest"). Hand-written because the
+admission rules are the design.
 """
 
 from __future__ import annotations
@@ -38,6 +17,10 @@ from traverse_crawl.crawl.spool import PageList, PageLog, Spool, dump_manifest, 
 from traverse_crawl.errors import FetchError
 from traverse_crawl.fetch import urls
 
+# Memory stays flat in the pages: the seen set and the URLs past the admissible
+# queue are 64-bit hashes (``urls.url_hash``); with a ``Spool`` committed pages go to
+# it, the queue keeps only its admitted window in memory (``crawl/queue.py``), and at
+# most ADMIT_WINDOW URLs are admitted and not committed.
 ADMIT_WINDOW = 4096  # with a spool: admitted, uncommitted pages (a head page's wait)
 
 
@@ -59,7 +42,7 @@ class Outcome:
     links: list[str] = field(default_factory=list)  # same-origin, fragment-less
     offhost_final_url: str | None = None  # set when an HTML page resolved off-origin
     source_ref: str | None = None
-    body_size: int | None = None  # the snapshot body's bytes (CONTRACT §3 ``bodySize``)
+    body_size: int | None = None  # the snapshot body's bytes (the page's ``bodySize``)
 
 
 class Frontier:
@@ -75,7 +58,7 @@ class Frontier:
         spool: Spool | None = None,
     ) -> None:
         self.seed_id = seed_id
-        self.seed_url = seed_url  # verbatim input (SPEC §13.1 step 6)
+        self.seed_url = seed_url  # verbatim input: the manifest's ``seed.url``
         self.max_pages = max_pages
         self.max_depth = max_depth
         self.mode = mode
@@ -84,7 +67,7 @@ class Frontier:
         # An unparsable or non-http(s) seed stays raw; it becomes the invalid-url page.
         self.seed_frontier_url = normalized if normalized is not None else seed_url
         # Entries keep the URL of the page whose links first queued them: the BFS
-        # tree that ``scrapy report`` draws (the optional ``discoveredFrom``, CONTRACT §3).
+        # tree that ``scrapy report`` draws (the optional ``discoveredFrom``, docs/reports.md).
         self.queue = UrlQueue(spool)
         self.queue.append(self.seed_frontier_url, 0)
         self.seen = HashSet((urls.url_hash(self.seed_frontier_url),))
@@ -124,7 +107,12 @@ class Frontier:
     def expect_sitemaps(self) -> bool:
         """Hold the BFS after the seed until ``add_sitemap_urls``; False (and no
         hold) when no sitemap URL could enter: depth 0, no budget, invalid seed.
-        True again for a restored frontier still waiting (the walk starts over)."""
+        True again for a restored frontier still waiting (the walk starts over).
+
+        Sitemap URLs enter right after the seed's links, so no commit after the
+        seed's happens before they are in; the seed's links, whose positions are
+        known, are admitted at once. Whichever comes back first, the queue is the same.
+        """
         if self.sitemaps_expected:
             return self.sitemap_urls is None
         if self.max_depth < 1 or self.max_pages < 1 or not self.seed_is_valid or len(self.pages):
@@ -156,7 +144,7 @@ class Frontier:
             self._discover(url, 1)
 
     def may_follow(self, depth: int) -> bool:
-        """Links are read only from pages below the depth limit (SPEC §13.3)."""
+        """Links are read only from pages below the depth limit, as in Traverse."""
         return depth < self.max_depth
 
     def admission(self, index: int) -> Admission:
@@ -165,7 +153,7 @@ class Frontier:
         return Admission(index, url, depth, self._id_prefix + url)
 
     def page_object(self, index: int, outcome: Outcome) -> dict[str, Any]:
-        """The manifest's page object for an admitted URL (CONTRACT §3)."""
+        """The manifest's page object for an admitted URL (the feed's item too)."""
         url, depth = self.queue[index]
         page: dict[str, Any] = {"id": self._id_prefix + url, "url": url, "depth": depth}
         parent = self.queue.entry(index)[2] or self.discovered_from.get(url)
@@ -182,6 +170,11 @@ class Frontier:
         """Store an outcome; commit what is now in order; admit what that discovered.
 
         Returns the newly committed page objects (in BFS order) and the new admissions.
+        ``JOBDIR`` keeps the outcomes, not this object: replaying them through here
+        rebuilds the same state whatever order they were kept in (``jobdir/state.py``).
+        Links beyond the depth limit may be handed in (a crawl with a JOBDIR keeps
+        them, for a later, deeper resume); they enter the queue only from pages
+        below ``max_depth``.
         """
         if index < len(self.pages) or index >= self.admitted or index in self.pending:
             return [], []  # a duplicate or stray outcome never changes the manifest
@@ -250,7 +243,7 @@ class Frontier:
         return len(self.queue) + len(self.overflow) - len(self.pages)
 
     def note_store_failure(self, index: int, message: str) -> None:
-        """SPEC §13.6: a failed store write is a page-scoped warning; the page stands."""
+        """A failed store write is a page-scoped warning; the page and its snapshot stand."""
         try:
             url, depth = self.queue[index]
             where = f"[depth {depth}] {url}"
@@ -261,7 +254,7 @@ class Frontier:
         )
 
     def fail_seed(self, error: FetchError) -> dict[str, Any]:
-        """The whole seed fails before any fetch: one page, the raw seed URL (SPEC §13.1)."""
+        """The whole seed fails before any fetch: one page, the raw seed URL, as in Traverse."""
         self.queue = UrlQueue()
         self.queue.append(self.seed_url, 0)
         self.seen = HashSet((urls.url_hash(self.seed_url),))
@@ -278,7 +271,7 @@ class Frontier:
         return {"seed": {"id": self.seed_id, "url": self.seed_url}, "mode": self.mode}
 
     def manifest(self) -> dict[str, Any]:
-        """Traverse's ``CrawlManifest`` (CONTRACT §3), warnings in BFS page order."""
+        """Traverse's ``CrawlManifest``, camelCase; warnings in BFS page order."""
         pages = list(self.pages)
         warnings = list(manifest_warnings(self))
         return {

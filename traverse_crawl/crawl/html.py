@@ -3,21 +3,8 @@
 lxml's HTML parser (libxml2) recovers from any markup, lowercases tag and
 attribute names, and drops comments and processing instructions. NUL bytes
 (binary junk served as text/html) are removed first, since lxml refuses them.
-
-Bounds (issue 10), each reported by ``ParsedHtml.warnings`` when a page hits it:
-
-- **Attributes per tag: ``MAX_ATTRIBUTES``.** libxml2 checks each attribute of a
-  tag against all earlier ones for duplicates: the cost grows with the square
-  of the attributes on one tag (measured: 10,000 attributes 0.08 s, 40,000
-  1.8 s; 250,000, a 2.6 MB page, over a minute). A start tag with more is cut
-  after its ``MAX_ATTRIBUTES``-th attribute before parsing. Found with a regex
-  that only looks at start tags longer than ``_LONG_TAG`` characters, so
-  ordinary pages pay one linear scan.
-- **Nesting: ``MAX_DEPTH`` levels.** libxml2 stops parsing (silently, in
-  recover mode) at 256 open elements by default, which 300 unclosed ``<font>``,
-  ``<div>`` or ``<li>`` of legacy markup reach: every later link was lost.
-  ``huge_tree`` raises the limit to libxml2's 2048; past that the page gets a
-  warning that the rest of it was not read.
+Each bound a page hits is reported by ``ParsedHtml.warnings`` (docs/settings.md,
+"Bounds on the work one page can cause").
 """
 
 from __future__ import annotations
@@ -28,7 +15,17 @@ from dataclasses import dataclass, field
 
 from lxml import etree, html
 
+# libxml2 checks each attribute of a tag against all earlier ones for duplicates:
+# the cost grows with the square of the attributes on one tag (measured: 10,000
+# attributes 0.08 s, 40,000 1.8 s; 250,000, a 2.6 MB page, over a minute). A start
+# tag with more is cut after its MAX_ATTRIBUTES-th attribute before parsing, found
+# with a regex that only looks at start tags longer than _LONG_TAG characters, so
+# ordinary pages pay one linear scan.
 MAX_ATTRIBUTES = 1000
+# libxml2 stops parsing (silently, in recover mode) at 256 open elements by
+# default, which 300 unclosed <font>, <div> or <li> of legacy markup reach: every
+# later link was lost. ``huge_tree`` raises the limit to libxml2's 2048; past that
+# the page gets a warning that the rest of it was not read.
 MAX_DEPTH = 2048  # libxml2's limit with XML_PARSE_HUGE (lxml's huge_tree)
 _LONG_TAG = 4096
 # A start tag of at least _LONG_TAG characters (a '>' inside quotes ends it

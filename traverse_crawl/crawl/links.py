@@ -1,11 +1,9 @@
-"""Link discovery: ``<a href>`` only, resolved with WHATWG rules (SPEC §13.4).
+"""Link discovery: ``<a href>`` only, resolved with WHATWG rules, same-origin, fragment-less.
 
-Differences from Traverse, chosen on purpose (docs/architecture.md):
-- attribute names match in any case (an HTML5 parser sees ``HREF=`` as ``href``);
-- ``<base href>`` is honoured, as browsers do (issue 2);
-- bounded work (issue 10): the parse's bounds (``core.html``), and at most
-  ``max_links`` distinct links per page (``TRAVERSE_MAX_LINKS_PER_PAGE``); a page
-  that hits a bound gets a page warning and keeps its snapshot.
+On purpose unlike Traverse (docs/architecture.md, "Deliberate differences"): attribute
+names match in any case, as an HTML5 parser reads them, and ``<base href>`` is honoured,
+as browsers do. The work is bounded: the parse's bounds (``crawl/html.py``), and at most
+``max_links`` distinct links per page (``TRAVERSE_MAX_LINKS_PER_PAGE``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Per-seed progress figures and their log line (CONTRACT §6, ``TRAVERSE_PROGRESS``).
+"""Per-seed progress figures and their log line (``TRAVERSE_PROGRESS``, docs/settings.md).
 
 ``SeedProgress`` follows one seed's frontier: pages recorded of its budget, URLs
 still to record within the budget, errors among the recorded pages (the
@@ -45,7 +45,7 @@ def per_minute(count: int, seconds: float) -> float:
 
 
 def log_line(figures: Figures, rate: float) -> str:
-    """``seed ID: N/BUDGET pages, Q queued, E errors, R pages/min`` (CONTRACT §6)."""
+    """``seed ID: N/BUDGET pages, Q queued, E errors, R pages/min``."""
     return (
         f"seed {figures.seed_id}: {figures.recorded}/{figures.budget} pages, "
         f"{figures.queued} queued, {figures.errors} errors, {rate:.0f} pages/min"

@@ -1,13 +1,8 @@
-"""Progress of a crawl, per seed (CONTRACT §6): ``TRAVERSE_PROGRESS`` = ``auto`` | ``off``.
+"""Progress of a crawl, per seed: ``TRAVERSE_PROGRESS`` = ``auto`` | ``off`` (docs/settings.md).
 
-``auto``: when stderr is a terminal, a live display (rich) shows each running
-seed — pages recorded of its budget, URLs queued, errors, pages per minute,
-elapsed time — refreshed from the reactor twice a second, and ends with the
-final figures. Log lines still reach stderr: while the display runs, the
-logging handlers that wrote to stderr write through rich's console, which prints
-them above the display instead of through it. Otherwise, every
-``LOGSTATS_INTERVAL`` seconds (Scrapy's setting; 0 turns it off), one INFO line
-per running seed: ``seed ID: N/BUDGET pages, Q queued, E errors, R pages/min``.
+``auto``: a live display (rich) when stderr is a terminal, refreshed from the
+reactor twice a second; otherwise one INFO line per running seed every
+``LOGSTATS_INTERVAL`` seconds (Scrapy's setting; 0 turns it off).
 """
 
 from __future__ import annotations
@@ -102,7 +97,12 @@ class ProgressExtension:
 
 
 class LiveDisplay:
-    """rich's progress display on stderr, with stderr's log handlers routed through it."""
+    """rich's progress display on stderr, with stderr's log handlers routed through it.
+
+    Log lines still reach stderr: while the display runs, the handlers that wrote
+    to stderr write through rich's console, which prints them above the display
+    instead of through it. It ends with the final figures.
+    """
 
     def __init__(self) -> None:
         self.console = Console(file=sys.stderr)

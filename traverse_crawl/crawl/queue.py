@@ -1,20 +1,8 @@
-"""A seed's BFS queue, in memory or mostly in the crawl's spool, and its seen set (issue 17).
+"""A seed's BFS queue, in memory or mostly in the crawl's spool, and its seen set.
 
-Entry ``i`` is the ``i``-th URL the frontier queued: its URL, its depth, and the
-URL of the page whose links queued it (``discoveredFrom``). The frontier reads
-entries in admission order and needs an entry only while its page is admitted
-and not committed, so with a ``Spool`` the queue keeps in memory only that
-window: new entries go to the spool (a FIFO of chunks, ``crawl/spool.py``),
-come back when they are admitted, and are forgotten ``KEEP`` entries after their
-page is committed. Without a spool every entry stays in memory (the reference,
-and what the tests compare).
-
-``HashSet`` holds the 64-bit hashes of the URLs seen (``urls.url_hash``) in one
-flat array: 8 to 16 bytes a URL, where a Python set of ints takes about 90.
-
-Hand-written because the queue's order is the design (STYLE §5): Scrapy's disk
-queues pickle requests and keep no random access by position; and the standard
-library has no compact set of integers.
+Hand-written because the queue's order is the design: Scrapy's disk queues pickle
+requests and keep no random access by position, and the standard library has no
+compact set of integers. A crawl's memory must not grow with its pages.
 """
 
 from __future__ import annotations
@@ -63,6 +51,17 @@ class _Fifo:
 
 
 class UrlQueue:
+    """Entry ``i`` is the ``i``-th URL the frontier queued: URL, depth, and the URL of
+    the page whose links queued it (``discoveredFrom``).
+
+    The frontier reads entries in admission order and needs an entry only while its
+    page is admitted and not committed, so with a ``Spool`` only that window is in
+    memory: new entries go to the spool (a FIFO of chunks, ``crawl/spool.py``), come
+    back when they are admitted, and are forgotten ``KEEP`` entries after their page
+    is committed. Without a spool every entry stays in memory (the reference, and
+    what the tests compare).
+    """
+
     def __init__(self, spool: Spool | None = None) -> None:
         self._fifo = None if spool is None else _Fifo(spool)
         self._items: list[Entry] = []  # entries base, base + 1, ... in memory
@@ -111,7 +110,7 @@ class UrlQueue:
         return ((url, depth) for url, depth, _ in self._items)
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, list):  # as the list of (url, depth) it was before issue 17
+        if isinstance(other, list):  # a list of (url, depth): a Redis queue read back
             return self._base == 0 and list(self) == other
         if not isinstance(other, UrlQueue):
             return NotImplemented
@@ -122,6 +121,9 @@ class UrlQueue:
 
 class HashSet:
     """Nonzero 64-bit integers, by open addressing with linear probing at most half full.
+
+    The seen set: the hashes of the URLs seen (``urls.url_hash``) in one flat array,
+    8 to 16 bytes a URL, where a Python set of ints takes about 90.
 
     The values are hashes, uniform in their low bits, so they are their own slot
     index; 0 marks a free slot and stands for 1.

@@ -1,11 +1,10 @@
-"""Scrapy's scheduler, without its own ``JOBDIR`` queue (CONTRACT §6).
+"""Scrapy's scheduler, without its own ``JOBDIR`` queue.
 
-With ``JOBDIR``, Scrapy's scheduler pickles pending requests to disk queues and
-writes their index (``requests.queue/active.json``) only at a clean close: after
-a SIGKILL the queue is lost or inconsistent, and on a resume it would send its
-requests next to the ones our frontier re-admits, so pages would be fetched
-twice. The frontier's journal (``traverse_crawl/jobdir/pipeline.py``) is the crawl's only
-persistent state; the scheduler always keeps its queue in memory.
+With ``JOBDIR``, Scrapy's scheduler pickles pending requests to disk queues and writes
+their index only at a clean close: after a SIGKILL the queue is lost, and on a resume
+it would send its requests next to the ones the frontier re-admits, so pages would be
+fetched twice. The frontier's journal (``jobdir/pipeline.py``) is the crawl's only
+persistent state (docs/architecture.md, "State and durability").
 """
 
 from __future__ import annotations

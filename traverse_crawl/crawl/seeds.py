@@ -1,4 +1,4 @@
-"""Seeds of a crawl: ``-a url=`` or a ``-a seeds=FILE`` (CONTRACT §1)."""
+"""Seeds of a crawl: ``-a url=`` or a ``-a seeds=FILE`` (docs/settings.md, "Spider arguments")."""
 
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ def seeds_from_args(
     source_id: str | None = None,
     content_type: str | None = None,
 ) -> list[Seed]:
-    """The seeds named by the spider's ``-a`` arguments (CONTRACT §1)."""
+    """The seeds named by the spider's ``-a`` arguments."""
     if (url is None) == (seeds is None):
         raise ConfigError("url/seeds", "give exactly one of -a url=URL or -a seeds=FILE")
     if seeds is not None:
@@ -111,7 +111,7 @@ def seeds_from_args(
 
 
 def invalid_seed_error(seed_url: str) -> FetchError:
-    """SPEC §3 ``invalid-url`` messages for a seed that cannot be fetched."""
+    """Traverse's ``invalid-url`` messages for a seed that cannot be fetched."""
     parsed = urls.parse(seed_url)
     if parsed is None:
         return FetchError("invalid-url", f"SourceConfig.url is not a valid URL: {seed_url}")

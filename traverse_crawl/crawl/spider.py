@@ -1,22 +1,10 @@
-"""The ``traverse`` spider: one deterministic same-origin BFS per seed (CONTRACT §1).
+"""The ``traverse`` spider: one deterministic same-origin BFS per seed.
 
 Scrapy's engine is the loop: every admitted URL is a Request whose callback or
 errback turns the response into a typed page outcome; the seed's ``Frontier``
-commits outcomes in admission order and admits what they discovered.
-
-Meta keys set here (read by the middlewares and pipelines):
-- ``depth`` (Scrapy's key): the page's BFS depth;
-- ``traverse_seed``: the seed's key in ``spider.frontiers``;
-- ``traverse_index``: the page's position in the seed's BFS order;
-- ``traverse_page_id``: the page id, the store key (SPEC §13.5);
-- ``traverse_hint``: the seed's ``content_type`` hint (seed page only);
-- ``traverse_warnings``: page warnings, appended to by the middlewares;
-- ``handle_httpstatus_all``: every status reaches the spider and becomes typed.
-
-With ``TRAVERSE_SITEMAPS`` on, each seed's sitemap files are requested too
-(``traverse_crawl.sitemaps.requests``); their URLs reach the frontier in one step.
-Memory (issue 17): committed pages go to the crawl's spool (``crawl/spool.py``); at
-most ``REQUEST_WINDOW`` requests a seed are out, the others wait in its frontier.
+commits outcomes in admission order and admits what they discovered. With
+``TRAVERSE_SITEMAPS`` on, each seed's sitemap files are requested too
+(``sitemaps/requests.py``). Its meta keys are listed in docs/settings.md.
 """
 
 from __future__ import annotations
@@ -30,12 +18,12 @@ from typing import Any
 from scrapy import Spider
 from scrapy.crawler import Crawler
 from scrapy.http import Response
-from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
+from scrapy.settings import BaseSettings
 from twisted.python.failure import Failure
 
-from traverse_crawl.config.distributed import add_components
 from traverse_crawl.config.settings import TraverseConfig, get_config
 from traverse_crawl.crawl import seeds as seedlib
+from traverse_crawl.crawl import spider_settings
 from traverse_crawl.crawl.frontier import Admission, Frontier, Outcome
 from traverse_crawl.crawl.items import PageItem
 from traverse_crawl.crawl.links import find_links
@@ -44,15 +32,16 @@ from traverse_crawl.crawl.spool import Spool
 from traverse_crawl.crawl.stop import CrawlStopped
 from traverse_crawl.errors import FetchError
 from traverse_crawl.fetch import urls
-from traverse_crawl.fetch.attempt import REPLAY_WORK, SNAPSHOT
 from traverse_crawl.fetch.exceptions import fetch_error_from_failure
 from traverse_crawl.fetch.request import WhatwgRequest
 from traverse_crawl.jobdir.pipeline import Job, resolve_seeds
 from traverse_crawl.jobdir.state import replay_sitemaps
+from traverse_crawl.meta_keys import HINT, INDEX, PAGE_ID, REPLAY_WORK, SEED, SNAPSHOT, WARNINGS
 from traverse_crawl.replay.reader_process import PageWork
 from traverse_crawl.signals import seed_finished
 from traverse_crawl.sitemaps.requests import SitemapReader
 from traverse_crawl.snapshots import model as snap
+from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.snapshots.source_ref import build_source_ref
 from traverse_crawl.stats import inc
 
@@ -60,6 +49,9 @@ logger = logging.getLogger(__name__)
 
 # Pages at least this long (characters) are parsed for links in a worker thread.
 _THREAD_PARSE_CHARS = 256 * 1024
+# A crawl's memory does not grow with its pages: committed pages go to the crawl's
+# spool (``crawl/spool.py``), and at most REQUEST_WINDOW requests a seed are out,
+# the others wait in its frontier.
 REQUEST_WINDOW = 256  # requests out per seed: far above the downloader's 16; 2 KB each
 
 
@@ -71,6 +63,11 @@ class TraverseSpider(Spider):
     job: Job | None
     remote: Any  # with REDIS_URL, this process's ``distributed.worker.Worker``, else None
     spool: Spool  # the committed pages of every seed, until their manifests are written
+
+    @classmethod
+    def update_settings(cls, settings: BaseSettings) -> None:
+        super().update_settings(settings)
+        spider_settings.apply(settings)
 
     def __init__(
         self,
@@ -87,12 +84,6 @@ class TraverseSpider(Spider):
         self._next: dict[int, int] = {}  # seed key -> first admitted index not requested
         self._out: dict[int, set[int]] = {}  # seed key -> indices requested, no outcome yet
         self._announced: set[int] = set()
-
-    @classmethod
-    def update_settings(cls, settings: BaseSettings) -> None:
-        super().update_settings(settings)
-        # REDIS_URL: a worker of a distributed crawl
-        add_components(settings, SETTINGS_PRIORITIES["spider"])
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> TraverseSpider:
@@ -122,7 +113,7 @@ class TraverseSpider(Spider):
             frontier = Frontier(seed.id, seed.url, c.max_pages, c.max_depth, c.mode, spool=spool)
             self.frontiers[key] = frontier
             if self.config.mode == "replay" and not os.path.isdir(self.config.store):
-                # CONTRACT §1: a crawl that ran, with one invalid-config page per seed.
+                # A crawl that ran (exit 0), with one invalid-config page per seed.
                 error = FetchError("invalid-config", "mode 'replay' requires a store")
                 yield PageItem(frontier.fail_seed(error), key, 0, None)  # finished now
                 self._check_finished(key)
@@ -163,18 +154,18 @@ class TraverseSpider(Spider):
 
     def _request(self, key: int, adm: Admission) -> WhatwgRequest:
         meta: dict[str, Any] = {
-            "traverse_seed": key,
-            "traverse_index": adm.index,
-            "traverse_page_id": adm.page_id,
-            "traverse_warnings": [],
+            SEED: key,
+            INDEX: adm.index,
+            PAGE_ID: adm.page_id,
+            WARNINGS: [],
             "handle_httpstatus_all": True,
             # Every admitted URL is on the seed's origin (links are filtered).
             "download_slot": self.frontiers[key].seed_origin,
             "depth": adm.depth,
         }
         if adm.index == 0 and (hint := self.seeds[key].content_type):
-            meta["traverse_hint"] = hint
-        # The URL is requested exactly as the frontier holds it (issue 11).
+            meta[HINT] = hint
+        # The URL is requested exactly as the frontier holds it (fetch/request.py).
         return WhatwgRequest(
             adm.url,
             callback=self.parse,
@@ -188,7 +179,7 @@ class TraverseSpider(Spider):
 
     async def parse(self, response: Response, **kwargs: Any) -> AsyncIterator[Any]:
         meta = response.meta
-        key, index = meta["traverse_seed"], meta["traverse_index"]
+        key, index = meta[SEED], meta[INDEX]
         try:
             outcome, snapshot = await self._outcome(self.frontiers[key], index, response)
         except Exception as exc:  # a bug must not leave the page, and its seed, unrecorded
@@ -202,9 +193,9 @@ class TraverseSpider(Spider):
 
     async def _outcome(
         self, frontier: Frontier, index: int, response: Response
-    ) -> tuple[Outcome, dict[str, Any] | None]:
+    ) -> tuple[Outcome, Snapshot | None]:
         meta = response.meta
-        snapshot = meta.get(SNAPSHOT) or snapshot_of(response)
+        snapshot: Snapshot | FetchError = meta.get(SNAPSHOT) or snapshot_of(response)
         if isinstance(snapshot, FetchError):
             return Outcome(fetch_record(meta, snapshot)), None
         links: list[str] = []
@@ -233,10 +224,8 @@ class TraverseSpider(Spider):
         )
         return outcome, snapshot
 
-    async def _links(
-        self, snapshot: dict[str, Any], origin: str, meta: dict[str, Any]
-    ) -> list[str]:
-        """Link discovery, bounded (issue 10). A large page is parsed in a worker
+    async def _links(self, snapshot: Snapshot, origin: str, meta: dict[str, Any]) -> list[str]:
+        """Link discovery, bounded (``crawl/html.py``). A large page is parsed in a worker
         thread (lxml releases the GIL while it parses), so other seeds' requests
         and a stop signal go on meanwhile; a small one is not worth the hop."""
         args = (snapshot["body"], snapshot["url"], origin, self.config.max_links_per_page)
@@ -248,7 +237,7 @@ class TraverseSpider(Spider):
 
     def _found(self, links: list[str], warnings: list[str], meta: dict[str, Any]) -> list[str]:
         if warnings:
-            meta.setdefault("traverse_warnings", []).extend(warnings)
+            meta.setdefault(WARNINGS, []).extend(warnings)
             inc(self.crawler.stats, "frontier/link_bound_hit")
         return links
 
@@ -262,16 +251,16 @@ class TraverseSpider(Spider):
         )
         logger.debug("page failed: %s (%s)", request.url, error.kind)
         outcome = Outcome(fetch_record(meta, error))
-        return self._finish(meta["traverse_seed"], meta["traverse_index"], outcome)
+        return self._finish(meta[SEED], meta[INDEX], outcome)
 
     async def parse_sitemap(self, response: Response) -> AsyncIterator[Any]:
         await self.sitemaps.read(response)
-        for out in self._sitemap_step(response.meta["traverse_seed"]):
+        for out in self._sitemap_step(response.meta[SEED]):
             yield out
 
     def sitemap_failed(self, failure: Failure) -> Iterator[Any]:
         self.sitemaps.failed(failure)
-        return self._sitemap_step(failure.request.meta["traverse_seed"])  # type: ignore[attr-defined]
+        return self._sitemap_step(failure.request.meta[SEED])  # type: ignore[attr-defined]
 
     def _sitemap_step(self, key: int) -> Iterator[Any]:
         """The seed's next sitemap file; once there is none, its URLs to the frontier."""
@@ -286,7 +275,7 @@ class TraverseSpider(Spider):
         self._check_finished(key)
 
     def _finish(
-        self, key: int, index: int, outcome: Outcome, snapshot: dict[str, Any] | None = None
+        self, key: int, index: int, outcome: Outcome, snapshot: Snapshot | None = None
     ) -> Iterator[Any]:
         frontier = self.frontiers[key]
         inc(self.crawler.stats, "frontier/pages")

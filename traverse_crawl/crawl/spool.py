@@ -1,22 +1,10 @@
 """Where a seed's committed pages wait for its manifest, and the manifest's streaming writer.
 
-Issue 17: a crawl's memory must not grow with its pages. The manifest's page
-objects, and each page's crawl-level warnings, are needed only when the manifest
-is written, so a crawl keeps them in a ``Spool``: each seed's pages are encoded
-as they commit, held in a small buffer, and spilled in chunks to one anonymous
-file per crawl (``tempfile.TemporaryFile`` in the manifest directory: unlinked at
-creation, so a crash leaves nothing behind that could be taken for a manifest,
-and on the manifest's disk rather than a RAM-backed ``/tmp``). Only the chunks'
-offsets stay in memory. If the file cannot be written (a full disk), the pages
-stay in memory from then on: the crawl and its manifest are unchanged.
-
-``PageList`` keeps them in memory: the reference, and ``Frontier``'s default.
-
-``dump_manifest`` writes a manifest exactly as ``json.dump(manifest, indent=2,
-ensure_ascii=False)`` would (the bytes of CONTRACT §3 that earlier versions
-wrote), taking the pages and warnings from iterators, so a manifest of any size
-is written without ever being in memory. Hand-written because the JSON encoder
-can only stream a document that is already in memory.
+A crawl's memory must not grow with its pages: the page objects and their warnings
+are needed only when the manifest is written, so they wait in a ``Spool`` on disk
+(``PageList`` keeps them in memory: the reference). ``dump_manifest`` writes a
+manifest byte for byte as ``json.dump(manifest, indent=2, ensure_ascii=False)``
+would, from iterators, so no manifest is ever whole in memory.
 """
 
 from __future__ import annotations
@@ -69,7 +57,16 @@ def encode(value: Any) -> bytes:
 
 
 class Spool:
-    """One crawl's spill file, shared by its seeds; created at the first spill."""
+    """One crawl's spill file, shared by its seeds; created at the first spill.
+
+    Each seed's pages are encoded as they commit, held in a small buffer, and
+    spilled in chunks to one anonymous file (``tempfile.TemporaryFile`` in the
+    manifest directory: unlinked at creation, so a crash leaves nothing that could
+    be taken for a manifest, and on the manifest's disk rather than a RAM-backed
+    ``/tmp``). Only the chunks' offsets stay in memory. If the file cannot be
+    written (a full disk), the pages stay in memory from then on: the crawl and
+    its manifest are unchanged.
+    """
 
     def __init__(self, directory: str) -> None:
         self.directory = directory
@@ -188,7 +185,7 @@ def end_warning(frontier: Any) -> str | None:
     remaining = frontier.remaining
     if frontier.stop_reason is not None:
         # Fetched pages waiting for an earlier one are on disk (their
-        # snapshots) but not in the manifest: count them apart (issue 10).
+        # snapshots) but not in the manifest: count them apart.
         waiting = len(frontier.pending)
         return (
             f"crawl stopped before this seed finished ({frontier.stop_reason}); "
@@ -208,8 +205,8 @@ def indented(obj: Any, pad: str = "\n") -> str:
     """``json.dumps(obj, indent=2, ensure_ascii=False)`` with ``pad`` for each newline.
 
     Python's JSON encoder has no C path with an indent: its generators cost 19 µs
-    a page object, half of a replay's manifest (docs/performance.md, "Replay",
-    round 4). This is the same text, made with the encoder's own string escaper
+    a page object, half the time a replay spent writing its manifest. This is the
+    same text, made with the encoder's own string escaper
     and number formats; a key that is not a string goes to ``json.dumps``.
     """
     if isinstance(obj, str):
@@ -254,6 +251,9 @@ def dump_manifest(
 ) -> None:
     """``json.dump({**head, "pages", "warnings", "truncated"}, out, indent=2,
     ensure_ascii=False)``, byte for byte, streaming ``pages`` and ``warnings``.
+
+    Hand-written because the JSON encoder can only stream a document that is
+    already in memory.
 
     With an indent, JSON text holds a newline only between tokens (one inside a
     string is escaped), so a value nested ``n`` levels deep is its own indented

@@ -1,1 +1,1 @@
-"""Distributed crawls: many workers of one crawl whose state lives in Redis (CONTRACT §7)."""
+"""Distributed crawls: many workers of one crawl whose state lives in Redis (docs/operations.md)."""

@@ -1,16 +1,10 @@
-"""The Redis connection of a distributed crawl, and the names of its keys (CONTRACT §7).
+"""The Redis connection of a distributed crawl, and the names of its keys.
 
-- ``connect(settings)``: a pinged ``redis.asyncio.Redis`` from ``REDIS_URL`` and
-  ``REDIS_PARAMS`` (scrapy-redis's settings); unreachable is a ``ConfigError``
-  naming ``REDIS_URL`` (exit 2 from ``scrapy crawl``). ``connect_sync`` is the
-  same for code that runs before the reactor starts (the ``crawl`` command's
-  checks); nothing on the reactor thread may block on Redis.
-- ``Keys(crawl_id)``: every key of a crawl, all under ``traverse:<crawl id>:``.
-- ``Retrying``: a call retried with backoff while Redis is unreachable, up to
-  ``TRAVERSE_REDIS_RETRY`` seconds, then ``RedisLost`` naming ``REDIS_URL``.
-
-Responses are decoded (``decode_responses=True``): every value we keep is
-text (JSON), never a pickle.
+``connect`` (and ``connect_sync``, for the ``crawl`` command's checks before the
+reactor starts: nothing on the reactor thread may block on Redis) gives a pinged
+client from scrapy-redis's ``REDIS_URL`` and ``REDIS_PARAMS``; ``Keys`` names every key
+of a crawl; ``Retrying`` carries calls through a short outage. Responses are decoded:
+every value kept is text (JSON), never a pickle.
 """
 
 from __future__ import annotations
@@ -106,7 +100,7 @@ class Keys:
     ``n``: ``seed(n, part)`` for its ``state`` (hash), ``queue`` (list of
     ``[url, depth, parent]``), ``seen`` and ``overflow`` (sets), ``pending``
     (hash: index → links not yet committed), ``records`` (hash: index → page
-    record). Per origin (issue 13 item 3): ``origin(kind, origin)``.
+    record). Per origin (the politeness ledger, robots.txt): ``origin(kind, origin)``.
     """
 
     def __init__(self, crawl_id: str) -> None:
@@ -136,7 +130,7 @@ class Keys:
 
 
 class Retrying:
-    """Calls that survive a short Redis outage (CONTRACT §7).
+    """Calls that survive a short Redis outage (docs/operations.md, "Distributed crawls").
 
     ``await retrying(fn, *args)`` awaits ``fn(*args)``; while Redis is unreachable it tries
     again with exponential backoff (0.1 s doubling to 2 s), for up to

@@ -1,12 +1,10 @@
-"""The crawl's frontier in Redis: the Lua scripts of ``scripts.py``, called from Python.
+"""The crawl's frontier in Redis: the Lua scripts of ``lua_scripts.py``, called from Python.
 
-``RemoteFrontier`` (asyncio client, the workers) and ``join_sync`` (the
-``crawl`` command's check, before the reactor) speak the same scripts. What is
-kept mirrors ``JOBDIR`` (``jobdir/state.py``): the crawl-defining settings
-(like the journal's header), the seeds, and one page record per committed page
-(``jobstate.page_record``, the journal's own record); a seed's manifest is
-rebuilt from its records by the reference ``Frontier`` (``manifest_of``), so
-it is byte for byte the manifest of a single-process crawl.
+``RemoteFrontier`` (asyncio client, the workers) and ``join_sync`` (the ``crawl``
+command's check, before the reactor) speak the same scripts. What is kept mirrors
+``JOBDIR`` (``jobdir/state.py``), and a seed's manifest is rebuilt from its page
+records by the reference ``Frontier`` (``manifest_of``), so it is byte for byte the
+manifest of a single-process crawl.
 """
 
 from __future__ import annotations

@@ -1,34 +1,10 @@
-"""The per-origin politeness ledger of a distributed crawl, kept in Redis (CONTRACT §7).
+"""The per-origin politeness ledger of a distributed crawl, kept in Redis.
 
-One hash per origin, ``traverse:<crawl id>:ledger:<origin>``, that every worker
-of the crawl consults before it sends a request there:
-
-- ``holder``/``lease``: the worker's token that holds the origin (one request in
-  flight while the origin's delay is > 0) and when that hold expires;
-- ``end``: when the last request to the origin ended;
-- ``nb``: "not before": no request starts earlier (a retry's backoff or a
-  ``Retry-After``, written by the worker that got the 429/5xx), and ``nbe``, the
-  end of the failed attempt it follows: the retry waits its backoff instead of
-  the delay after that attempt (SPEC §6), but the delay after any later request.
-
-Why Lua in Redis: the check ("is the origin free, has the delay passed since the
-last end, is the not-before over?") and the claim must be one atomic step for
-all workers on all machines, or two of them could both see the origin free and
-both send. A script runs alone in Redis. Every time is Redis's clock (``TIME``,
-in microseconds), never a worker's: workers on different machines disagree
-about the time, but they all talk to one Redis. A worker only ever turns a
-duration that Redis gave it into a local sleep.
-
-A worker that dies holding an origin (SIGKILL, a lost machine) never releases
-it: its hold expires ``TRAVERSE_LEASE_TIMEOUT`` seconds after it was taken (or
-last renewed: a live worker renews a long download's hold every third of the
-lease), and its request counts as ended then, so the delay still runs from that
-moment.
-
-A worker's own writes to one origin (the release after a download, a retry's
-hold-off) are sent in order and are in Redis before that worker asks for the
-origin again (``settled``), so a worker never races itself. Nothing here
-blocks: every call is a coroutine of the asyncio Redis client.
+One hash per origin, ``traverse:<crawl id>:ledger:<origin>``, that every worker of the
+crawl consults before it sends a request there, through Lua scripts: the check and
+the claim must be one atomic step for all workers on all machines. Every time is
+Redis's clock, never a worker's (docs/operations.md, "Politeness across workers").
+Nothing here blocks: every call is a coroutine of the asyncio Redis client.
 """
 
 from __future__ import annotations
@@ -49,13 +25,27 @@ logger = logging.getLogger(__name__)
 
 Call = Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]]
 
+# The hash's fields:
+# - ``holder``/``lease``: the worker's token that holds the origin (one request in
+#   flight while the origin's delay is > 0) and when that hold expires; a worker that
+#   dies holding an origin never releases it, so its hold expires TRAVERSE_LEASE_TIMEOUT
+#   after it was taken or last renewed (a live worker renews a long download's hold
+#   every third of the lease), and its request counts as ended then;
+# - ``end``: when the last request to the origin ended;
+# - ``nb``: "not before": no request starts earlier (a retry's backoff or a
+#   Retry-After, written by the worker that got the 429/5xx), and ``nbe``, the end of
+#   the failed attempt it follows: the retry waits its backoff instead of the delay
+#   after that attempt, but the delay after any later request.
+# Times are Redis's ``TIME`` in microseconds: workers on different machines disagree
+# about the time, but they all talk to one Redis; a worker only ever turns a duration
+# that Redis gave it into a local sleep.
 REDIS_NOW = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 """
 
 # KEYS[1] ledger; ARGV token, delay (µs), lease (µs), retry ("1": the attempt
-# waits its backoff, not the delay, SPEC §6). Returns {granted, wait µs, expired}:
+# waits its backoff, not the delay). Returns {granted, wait µs, expired}:
 # granted 1: the caller may send now (and holds the origin while delay > 0);
 # granted 0: ask again after ``wait``. ``expired`` 1: a dead holder's lease ran out.
 ACQUIRE = (
@@ -137,7 +127,7 @@ return 1
 # Seconds that a grant at delay 0 stands for the origin's later requests in this
 # worker. At delay 0 the ledger only holds "not before" times (a retry's backoff,
 # a Retry-After), and asking Redis before every request cost the worker one
-# script call per page (issue 13's bench); another worker's hold-off now reaches
+# script call per page; another worker's hold-off now reaches
 # this worker within this time, as if its requests had been sent just before it.
 CLEARANCE = 0.25
 
@@ -243,7 +233,12 @@ class Ledger(OriginState):
         self._then(origin, self.script("hold_off", origin, micros(seconds)))
 
     async def settled(self, origin: str) -> None:
-        """Until this worker's earlier writes for ``origin`` are in Redis."""
+        """Until this worker's earlier writes for ``origin`` are in Redis.
+
+        A worker's own writes to one origin (the release after a download, a retry's
+        hold-off) are sent in order and are in Redis before it asks for the origin
+        again, so a worker never races itself.
+        """
         pending = self._pending.get(origin)
         if pending is not None:
             await asyncio.wait([pending])

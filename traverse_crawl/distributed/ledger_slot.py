@@ -1,32 +1,8 @@
 """An origin's download slot that asks the crawl's Redis ledger before each send.
 
 In a distributed crawl (``REDIS_URL`` set) the politeness middleware gives each
-origin this slot instead of ``PoliteSlot``. The slot's queue is the same
-(retries first), but the ledger decides when its head may go:
-
-- the downloader asks the slot for its delay; while the ledger has not cleared
-  the head, the slot starts one ``ask`` (a coroutine) and answers "park" (an
-  hour), so the downloader sets its later-call and waits;
-- the ``ask`` waits out this worker's own pending ledger writes, then asks the
-  ledger; when told to wait it sleeps that long (``asyncio.sleep``: the reactor
-  runs on) and asks again; when cleared it cancels the later-call and lets the
-  downloader dispatch — one request while the origin's delay is > 0 (this
-  worker then holds the origin), or as many as the slot takes when it is 0;
-- the end of the download releases the hold (the delay runs from then, on
-  Redis's clock) and the slot asks again for its next request;
-- at delay 0 a grant stands for ``ledger.CLEARANCE`` (0.25 s): requests queued
-  meanwhile go without asking (``ledger/reused``), retries still ask.
-
-Only the head of each origin's queue waits, so the other requests of the origin
-stay in the slot's queue where Scrapy's downloader-aware priority queue sees
-them, and other origins' requests go on. A retry at the head asks as a retry:
-it waits the backoff its worker wrote into the ledger, not the delay (SPEC §6).
-
-When Redis stays unreachable (the client's retries, ``TRAVERSE_REDIS_RETRY``,
-gave up), the slot's queued requests fail as never sent (``CrawlStopped``,
-counted in ``ledger/unsent``): the pages stay in the crawl, nothing is sent
-without the ledger, and the worker's stop is not held up by requests that
-could never go.
+origin this slot instead of ``PoliteSlot``. The slot's queue is the same (retries
+first), but the ledger (``distributed/ledger.py``) decides when its head may go.
 """
 
 from __future__ import annotations
@@ -39,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request
 
 from traverse_crawl.crawl.stop import CrawlStopped
-from traverse_crawl.fetch.attempt import NOT_BEFORE
+from traverse_crawl.meta_keys import NOT_BEFORE
 from traverse_crawl.politeness.delay_slot import EndStamps, PoliteSlot, RetriesFirst
 from traverse_crawl.stats import Stats, inc
 
@@ -76,6 +52,30 @@ class _LedgerEnds(EndStamps):
 
 
 class LedgerSlot(PoliteSlot):
+    """A ``PoliteSlot`` whose head waits for the ledger.
+
+    - the downloader asks the slot for its delay; while the ledger has not cleared
+      the head, the slot starts one ``_ask`` (a coroutine) and answers "park" (an
+      hour), so the downloader sets its later-call and waits;
+    - ``_ask`` waits out this worker's own pending ledger writes, then asks the
+      ledger; told to wait, it sleeps that long (``asyncio.sleep``: the reactor runs
+      on) and asks again; cleared, it cancels the later-call and lets the downloader
+      dispatch: one request while the origin's delay is > 0 (this worker then holds
+      the origin), or as many as the slot takes when it is 0;
+    - the end of the download releases the hold (the delay runs from then, on
+      Redis's clock) and the slot asks again for its next request;
+    - at delay 0 a grant stands for ``ledger.CLEARANCE`` (0.25 s): requests queued
+      meanwhile go without asking (``ledger/reused``), retries still ask.
+
+    Only the head of each origin's queue waits, so the other requests of the origin
+    stay in the slot's queue where Scrapy's downloader-aware priority queue sees them,
+    and other origins' requests go on. A retry at the head asks as a retry: it waits
+    the backoff its worker wrote into the ledger, not the delay. When Redis stays
+    unreachable past the client's retries, the queued requests fail as never sent
+    (``_take_back``): nothing is sent without the ledger, and the worker's stop is not
+    held up by requests that could never go.
+    """
+
     def __init__(
         self,
         concurrency: int,

@@ -1,27 +1,21 @@
 """The Lua scripts that run a distributed crawl's frontier inside Redis.
 
-Why Lua (docs/architecture.md, "Distributed crawls"): a page's commit reads the
-seed's state, extends its queue, admits new pages and hands out a manifest
-task; two workers doing that with separate commands could both admit the same
-index, or both see the seed finished. A script runs atomically in Redis, so
-each step below is one indivisible change of the crawl's state, and the time
-it uses is Redis's own (``TIME``), never a worker's clock.
-
-The frontier steps are a port of ``crawl/frontier.py`` (``Frontier.record``,
-``_commit``, ``_discover``, ``admit``; the Python class stays the reference,
-and ``tests/test_distributed_frontier.py`` checks that the two agree). Every
-script takes the crawl's key prefix as ``ARGV[1]`` (all keys of a crawl share
-it, see ``client.Keys``); values are JSON, never pickles.
-
-Tasks are ``"<seed number>:<index>"`` (fetch that page) or ``"<seed number>:m"``
-(write that seed's manifest). ``ready`` is a sorted set scored by depth, then
-index (breadth first, seeds interleaved); a taken task has a lease (``leases``:
-expiry in Redis ms) and a token (``tokens``); only the holder of the current
-token may commit or renew it, and only before the lease expires.
+A page's commit reads the seed's state, extends its queue, admits new pages and hands
+out a manifest task; a script runs atomically in Redis, so each step is one
+indivisible change of the crawl's state, timed by Redis's own clock (docs/architecture.md,
+"Distributed crawls"). The frontier steps are a port of ``crawl/frontier.py``, which
+stays the reference (``tests/test_distributed_frontier.py`` checks that the two agree).
 """
 
 from __future__ import annotations
 
+# Every script takes the crawl's key prefix as ARGV[1] (all keys of a crawl share it,
+# see ``client.Keys``); values are JSON, never pickles. Tasks are "<seed number>:<index>"
+# (fetch that page) or "<seed number>:m" (write that seed's manifest). ``ready`` is a
+# sorted set scored by depth, then index (breadth first, seeds interleaved); a taken
+# task has a lease (``leases``: expiry in Redis ms) and a token (``tokens``); only the
+# holder of the current token may commit or renew it, and only before the lease expires.
+#
 # Shared by every script: Redis time, task scores, putting a task back.
 _COMMON = """
 local p = ARGV[1]

@@ -1,4 +1,4 @@
-"""``CommitPipeline`` (850): with ``REDIS_URL``, each page's outcome to Redis (CONTRACT §7).
+"""``CommitPipeline`` (850): with ``REDIS_URL``, each page's outcome to Redis.
 
 After the store pipeline (300), so a committed outcome never names a snapshot
 that was not stored; the work is the spider's ``Worker`` (``worker.py``). Listed

@@ -1,16 +1,10 @@
-"""robots.txt fetched once per origin per crawl, shared by every worker (CONTRACT §7).
+"""robots.txt fetched once per origin per crawl, shared by every worker.
 
-One hash per origin, ``traverse:<crawl id>:robots:<origin>``: the first worker
-that needs the origin's rules claims the fetch (``state`` = ``loading``, with a
-lease of ``TRAVERSE_LEASE_TIMEOUT``, renewed while it fetches), fetches
-robots.txt and stores what came back (``fetch``: status, body, error kind, as
-JSON); every other worker waits for that copy and parses it itself, so all
-apply the same rules. A worker that dies while fetching lets its claim expire,
-and the next one to ask fetches.
-
-Why Lua in Redis: "nobody has it, so I fetch it" must be one atomic step across
-machines, or two workers would both fetch. ``warned``: the fail-open / rfc9309
-warning goes to one page of the whole crawl, as in a single process.
+One hash per origin, ``traverse:<crawl id>:robots:<origin>``: the first worker that
+needs the origin's rules claims the fetch in a Lua script (one atomic step across
+machines, or two workers would both fetch), fetches robots.txt and stores what came
+back; every other worker waits for that copy and parses it itself
+(docs/operations.md, "Politeness across workers").
 """
 
 from __future__ import annotations
@@ -31,6 +25,12 @@ from traverse_crawl.politeness.robots import RobotsFetch
 if TYPE_CHECKING:
     pass
 
+# The hash: ``state`` (``loading`` with a ``token`` and a ``lease`` of
+# TRAVERSE_LEASE_TIMEOUT, renewed while the claimant fetches; then ``done``), ``fetch``
+# (status, body, error kind, as JSON) and ``warned`` (the fail-open / rfc9309 warning
+# went to one page of the whole crawl, as in a single process). A worker that dies
+# while fetching lets its claim expire, and the next one to ask fetches.
+#
 # KEYS[1] robots hash; ARGV token, lease (µs). Returns {"done", fetch JSON},
 # {"wait", µs until the fetcher's claim expires} or {"claimed", ""}.
 CLAIM = (

@@ -1,18 +1,10 @@
-"""One worker of a distributed crawl: the spider's side of ``REDIS_URL`` (CONTRACT §7).
+"""One worker of a distributed crawl: the spider's side of ``REDIS_URL``.
 
-The spider's ``start()`` is this worker's loop: it takes tasks from Redis while it
-has room (twice ``CONCURRENT_REQUESTS`` pages in hand, so leases are not spent in a
-local queue), yields each page as the request a single process sends, and ends when
-every seed has its manifest, or after ``TRAVERSE_IDLE_TIMEOUT`` with no seed.
-``CommitPipeline`` gives a page's outcome back once its snapshot is stored, with its
-lease token, and takes the next tasks in the same call; those go to the scheduler at
-once. A heartbeat renews the leases every third of ``TRAVERSE_LEASE_TIMEOUT``; a page
-whose lease was lost is dropped, its result refused by Redis. A manifest task is
-written by the worker that takes it, from the seed's records. Every Redis call runs
-on the reactor's asyncio loop, through ``Retrying``.
-
-Stats: ``distributed/taken``, ``distributed/committed``, ``distributed/refused``,
-``distributed/lost``, ``distributed/released``, ``distributed/manifests``, ``distributed/error``.
+The spider's ``start()`` is this worker's loop: it takes tasks from Redis while it has
+room, yields each page as the request a single process sends, commits outcomes (with
+their lease tokens) through ``CommitPipeline``, renews its leases, writes the manifests
+of the seeds it takes, and ends when every seed has its manifest (docs/architecture.md,
+"Distributed crawls"). Every Redis call runs on the reactor's asyncio loop.
 """
 
 from __future__ import annotations
@@ -66,7 +58,9 @@ class Worker:
         self.retrying = Retrying(self.redis)
         self.conn = client(self.redis)
         self.remote = RemoteFrontier(self.conn, self.keys, self.redis.lease_timeout, self.name)
-        # Pages whose outcome is on its way to Redis count: the downloader must not run dry.
+        # Twice CONCURRENT_REQUESTS pages in hand, so leases are not spent in a local
+        # queue; pages whose outcome is on its way to Redis count: the downloader must
+        # not run dry.
         self.room = 2 * max(1, crawler.settings.getint("CONCURRENT_REQUESTS"))
         self.held: dict[str, Task] = {}  # task name -> taken, not committed
         self.inbox: list[Task] = []  # taken with a commit, not started yet
@@ -256,6 +250,8 @@ class Worker:
     # -- leases --------------------------------------------------------------
 
     async def _heartbeat(self) -> None:
+        # Every third of TRAVERSE_LEASE_TIMEOUT; a page whose lease was lost is dropped,
+        # and Redis refuses its result.
         interval = self.redis.lease_timeout / 3
         while not self.failed:
             await asyncio.sleep(interval)

@@ -1,4 +1,4 @@
-"""Which hosts and addresses are not public (SPEC §18.2): the egress guard's tables.
+"""Which hosts and addresses are not public: the egress guard's tables (docs/egress.md).
 
 - ``classify_address(ip)``: why an address is refused, or None when public;
 - ``check_host(host)``: why a host is refused by name or literal form (localhost,
@@ -16,7 +16,8 @@ from traverse_crawl.fetch import urls
 
 IPAddress: TypeAlias = "ipaddress.IPv4Address | ipaddress.IPv6Address"
 
-# SPEC §18.2. Order matters only where ranges nest (broadcast inside 240/4).
+# docs/egress.md, "What is refused". Order matters only where ranges nest
+# (broadcast inside 240/4).
 _V4_DENIED: tuple[tuple[ipaddress.IPv4Network, str], ...] = tuple(
     (ipaddress.IPv4Network(net), reason)
     for net, reason in (
@@ -56,7 +57,7 @@ _V6_DENIED: tuple[tuple[ipaddress.IPv6Network, str], ...] = tuple(
     )
 )
 # IPv6 forms that carry an IPv4 address in their low 32 bits; the IPv4 address
-# is what a translator or dual-stack socket ends up reaching (SPEC §18.2).
+# is what a translator or dual-stack socket ends up reaching, so it is checked too.
 _V6_EMBEDDING: tuple[tuple[ipaddress.IPv6Network, str], ...] = tuple(
     (ipaddress.IPv6Network(net), kind)
     for net, kind in (
@@ -138,7 +139,7 @@ def check_host(host: str) -> str | None:
         return _classify_literal(name[1:-1])
     if ":" in name:
         return _classify_literal(name)
-    # SPEC §18.2: a trailing dot is stripped before the name checks.
+    # A trailing dot is stripped before the name checks: ``localhost.`` is ``localhost``.
     name = name.rstrip(".")
     if name == "localhost" or name.endswith(".localhost"):
         return "a name reserved for the local host"

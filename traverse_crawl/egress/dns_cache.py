@@ -1,30 +1,9 @@
 """How long the egress guard keeps a DNS answer, and the bounded table that keeps it.
 
-The guard (``egress/middleware.py``) used to resolve a host name again
-for every request, redirect hop and retry. It now keeps each answer for a bounded
-lifetime per crawl (``AnswerCache``) and resolves again only after it expires. The
-addresses are still *checked* on every request (``core.egress.evaluate``
-classifies them each time; that costs no I/O), and pinned for the connection, so
-a cached answer never lets a non-public address through, and a redirect to
-another host looks up (or reuses) *that* host's answer and checks it.
-
-Lifetime (``lifetime``), in seconds:
-
-- the record's TTL when the resolver reports one (a twisted.names resolver does;
-  the system's ``getaddrinfo`` does not),
-- ``DEFAULT_TTL`` (60 s) when it reports none: browsers keep an answer about as
-  long (Firefox's default ``network.dnsCacheExpiration`` is 60 s),
-- at least ``MIN_TTL`` (1 s): a TTL of 0 (the usual rebinding trick, also common
-  behind load balancers) would otherwise mean a query per request; one query per
-  second per host is cheap, and each answer is checked anyway,
-- at most the cap ``TRAVERSE_DNS_TTL_MAX`` (default ``MAX_TTL``, 300 s): a crawl
-  runs for hours, and a host that moves (a CDN change, a failover) must be
-  followed within minutes rather than at the end of the crawl; 300 s is the
-  upper end of the TTLs large sites publish, so most answers keep their own TTL.
-  ``0`` keeps nothing: every request resolves again, as before issue 17.
-
-Memory: at most ``LIMIT`` hosts (least recently used out first), about 200 bytes
-each, so a crawl of many hosts stays bounded. Pure: no Scrapy or Twisted here.
+Each answer is kept for a bounded lifetime per crawl (``lifetime``) and resolved
+again only after it expires; the addresses are still checked and pinned on every
+request, so a kept answer never lets a non-public address through (docs/egress.md,
+"How long an answer is kept"). Pure: no Scrapy or Twisted here.
 """
 
 from __future__ import annotations
@@ -33,9 +12,18 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+# No TTL from the resolver (the system's ``getaddrinfo`` gives none): about what
+# browsers keep (Firefox's default ``network.dnsCacheExpiration`` is 60 s).
 DEFAULT_TTL = 60.0
+# A TTL of 0 (the usual rebinding trick, also common behind load balancers) would
+# mean a query per request; one per second per host is cheap, and each answer is
+# checked anyway.
 MIN_TTL = 1.0
+# The default of TRAVERSE_DNS_TTL_MAX: a crawl runs for hours, and a host that moves
+# (a CDN change, a failover) must be followed within minutes; 300 s is the upper end
+# of the TTLs large sites publish, so most answers keep their own TTL.
 MAX_TTL = 300.0
+# Hosts kept per crawl (least recently used out first), about 200 bytes each.
 LIMIT = 10_000
 
 
@@ -60,7 +48,7 @@ class AnswerCache:
     """Answers by host name, each until its lifetime ends; at most ``limit`` hosts.
 
     Hand-written rather than Scrapy's ``LocalCache`` (first in, first out, and
-    core/ imports nothing from Scrapy): an ``OrderedDict`` in least-recently-used
+    this module is pure): an ``OrderedDict`` in least-recently-used
     order, with an expiry time per entry. ``clock`` returns seconds (the reactor's
     ``seconds``; a test can pass a fake clock).
     """

@@ -1,21 +1,9 @@
 """The egress guard's lookups through the resolver ``PinnedResolver`` wraps.
 
 ``lookup_addresses``: every address from an ``IHostnameResolver`` (Twisted's
-``getaddrinfo`` resolver by default), with no TTL.
-
-``lookup_records``: a host's addresses *with their TTL*, from a twisted.names
-resolver (``IResolver``). ``PinnedResolver.lookup`` (``egress/resolver.py``) uses it
-when the resolver it wraps answers with DNS records, as twisted.names does
-(``reactor.installResolver(twisted.names.client.createResolver(...))`` before
-the crawl, or an ``IResolver`` passed as ``records``): the egress guard then
-keeps each answer for its records' TTL, within the bounds of
-``core.dnscache.lifetime``. The system resolver
-(``getaddrinfo``) reports no TTL; its answers get ``core.dnscache.DEFAULT_TTL``.
-
-A and AAAA are asked at once. The TTL is the smallest of the answer section's
-A, AAAA and CNAME records (a CNAME chain lives as long as its shortest link).
-A failed or empty query contributes nothing; both failing gives no address,
-which the guard reports as a DNS failure like any other.
+``getaddrinfo`` resolver by default), with no TTL. ``lookup_records``: a host's
+addresses with their TTL, from a twisted.names resolver (``IResolver``), whose
+answers the guard then keeps that long (``egress/dns_cache.py``).
 """
 
 from __future__ import annotations
@@ -68,7 +56,13 @@ def lookup_addresses(resolver: Any, host: str, port: int) -> Deferred[Answer]:
 
 
 def lookup_records(resolver: Any, host: str) -> Deferred[Answer]:
-    """Ask ``resolver`` (an ``IResolver``) for A and AAAA records of ``host``."""
+    """Ask ``resolver`` (an ``IResolver``) for A and AAAA records of ``host``, at once.
+
+    The TTL is the smallest of the answer section's A, AAAA and CNAME records (a
+    CNAME chain lives as long as its shortest link). A failed or empty query
+    contributes nothing; both failing gives no address, which the guard reports
+    as a DNS failure like any other.
+    """
     queries: list[Deferred[Any]] = [
         resolver.lookupAddress(host),
         resolver.lookupIPV6Address(host),

@@ -1,32 +1,10 @@
-"""The egress guard: no request to a non-public address leaves (SPEC §18.2, CONTRACT §2).
+"""The egress guard: no request to a non-public address leaves (docs/egress.md).
 
-Every request passes here before anything is sent — seeds, discovered pages,
-robots.txt, every redirect hop and every retry, since each is a new trip
-through the downloader middlewares. The host is checked by name and literal
-form, resolved once without blocking the reactor, and every address it resolves
-to is checked (``traverse_crawl.egress.rules``). A refused request fails its page
-with ``egress-denied`` (a ``PageFailed``, which is an ``IgnoreRequest``: never
-retried, nothing sent). A DNS failure is not a refusal: it is raised as Scrapy's
-``CannotResolveHostError``, so it is retried and recorded like any ``network``
-error. The checked addresses are pinned in ``traverse_crawl.egress.resolver.PinnedResolver``
-so the connection goes to exactly those addresses (no DNS rebinding window).
-
-A host's answer is kept for the crawl for a bounded lifetime (``egress/dns_cache.py``:
-the records' TTL if the resolver reports one, else 60 s, within 1 s and
-``TRAVERSE_DNS_TTL_MAX``), so a host is not resolved again for every request;
-the addresses are still checked and pinned for every request, and a lookup
-after expiry is checked like the first.
-
-Settings: ``TRAVERSE_EGRESS_GUARD`` (default ``True``; ``False`` disables this
-middleware), ``TRAVERSE_EGRESS_ALLOW`` (exact origins exempt from every check;
-their hosts are still resolved once and pinned), ``DNS_TIMEOUT`` and
-``DOWNLOAD_TIMEOUT`` (the lookup is bounded by the shorter), ``TRAVERSE_DNS_TTL_MAX``
-(the longest an answer is reused; 0 resolves for every request). In
-``TRAVERSE_MODE=replay`` nothing is sent, so the guard is off.
-
-Stats: ``egress/checked`` (requests seen), ``egress/denied``,
-``egress/allowed_by_setting``, ``egress/dns_lookup`` (answers asked of the
-resolver), ``egress/dns_reused`` (answers taken from the crawl's cache).
+Every request passes here before anything is sent (seeds, pages, robots.txt,
+every redirect hop and retry). Its host is checked by name and form, resolved
+without blocking the reactor, and every address checked (``egress/rules.py``);
+a refusal fails the page with ``egress-denied``, never retried. The checked
+addresses are pinned in ``PinnedResolver`` for the connection.
 """
 
 from __future__ import annotations

@@ -1,29 +1,11 @@
 """``PinnedResolver``: the reactor's name resolver, so a checked address is the connected one.
 
-The egress guard (``egress/middleware.py``) resolves a host, checks
-every address and pins them here under ``(host, port)``. Scrapy's HTTP/1.1
-handler connects through Twisted's ``HostnameEndpoint``, which asks
-``reactor.nameResolver`` for the addresses of the URL's host and port; this
-resolver answers a pinned ``(host, port)`` with exactly the pinned addresses,
-so a DNS name that changes its answer between the check and the connection
-(DNS rebinding) cannot slip through (SPEC §18.2 "Pinning").
-
-Defence in depth: while a guarded crawl runs (``TRAVERSE_EGRESS_GUARD``, the
-default), a lookup for a ``(host, port)`` nobody pinned is checked too, and a
-non-public answer is refused (the lookup fails, so the download fails as a DNS
-error). Hosts of ``TRAVERSE_EGRESS_ALLOW`` origins pass unchecked, which is how
-a proxy on a private address is allowed. Without a guarded crawl it is a plain
-resolver (IPv4 and IPv6, Scrapy's ``DNSCACHE_ENABLED``/``DNSCACHE_SIZE``).
-
-Settings: ``TWISTED_DNS_RESOLVER`` (or the deprecated ``DNS_RESOLVER``) names
-this class so ``scrapy crawl`` installs it; ``DNS_TIMEOUT`` bounds the guard's
-lookups. When a crawl runs under a runner that installs no resolver
-(``AsyncCrawlerRunner``), the guard installs one itself (``ensure_installed``).
-Lookups go to the resolver that was installed before this one, so a custom
-resolver keeps deciding what names mean. When that resolver answers with DNS
-records (a twisted.names ``IResolver``), ``lookup`` reports their TTL too
-(``egress/dns_lookup.py``); the guard keeps each answer that long, within bounds
-(``egress/dns_cache.py``).
+The egress guard resolves a host, checks every address and pins them here under
+``(host, port)``; Twisted's ``HostnameEndpoint`` asks ``reactor.nameResolver``, and
+this resolver answers a pinned ``(host, port)`` with exactly those addresses, so a
+name that changes its answer after the check (DNS rebinding) cannot move the
+connection. While a guarded crawl runs, unpinned lookups are checked too
+(docs/egress.md, "Pinning").
 """
 
 from __future__ import annotations
@@ -269,7 +251,7 @@ class PinnedResolver:
         return resolution
 
     def _refuse(self, host_name: str, why: str) -> None:
-        # A repeated refusal is logged once (STYLE §9); the download fails as a DNS error.
+        # A repeated refusal is logged once; the download fails as a DNS error.
         if host_name not in self._warned:
             self._warned.add(host_name)
             logger.warning("egress guard: refused an unchecked lookup: %s", why)

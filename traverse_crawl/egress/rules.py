@@ -1,18 +1,10 @@
-"""Egress guard rules: which hosts and addresses a crawl may reach (SPEC §18.2, CONTRACT §2).
+"""Egress guard rules: which hosts and addresses a crawl may reach (docs/egress.md).
 
 Pure rules plus one async evaluation with an injectable resolver, so the Scrapy
-middleware (``egress/middleware.py``), the pinning resolver
-(``egress/resolver.py``) and a Playwright route handler all share one policy.
-
-Settings that drive it (parsed in ``core.config``): ``TRAVERSE_EGRESS_GUARD``
-(on by default) and ``TRAVERSE_EGRESS_ALLOW`` (exact WHATWG origins that are
-exempt from every check here).
-
-- ``classify_address``, ``check_host``, ``raw_host``, ``host_key``: the tables
-  of non-public hosts and addresses, in ``core.addresses`` (re-exported here).
-- ``is_allowed(url, allow)``: the origin is in ``TRAVERSE_EGRESS_ALLOW``.
-- ``evaluate(url, allow, resolve)``: the whole decision, with the addresses to
-  pin; ``check_url(url, allow)``: the same for callers that need only the error.
+middleware, the pinning resolver and a Playwright route handler share one
+policy: ``evaluate(url, allow, resolve)`` gives the whole decision with the
+addresses to pin, ``check_url(url, allow)`` only the error. The tables of
+non-public hosts and addresses are in ``egress/addresses.py`` (re-exported here).
 """
 
 from __future__ import annotations

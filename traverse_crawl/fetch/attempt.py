@@ -1,12 +1,10 @@
-"""What belongs to one attempt of a page request, declared once (SPEC §6, §7, §8, §11).
+"""What belongs to one attempt of a page request, declared once.
 
 A page is fetched in attempts: its first request, each redirect hop, each retry
-and an ``on-shell-warning`` render escalation. Each is a new Scrapy request whose
-meta starts as a copy of the previous attempt's. The keys in ``ATTEMPT_KEYS`` only
-describe the attempt that set them; every middleware that derives a new attempt
-(redirect, retry, render) starts it with :func:`next_attempt`, so none is carried
-over — a stale ``traverse_not_before`` would put the new attempt at the head of
-its origin's queue without waiting ``TRAVERSE_MIN_DELAY``. Imports nothing from Scrapy.
+and an ``on-shell-warning`` render escalation, each a new Scrapy request whose meta
+starts as a copy of the previous attempt's. Every middleware that derives a new
+attempt starts it with :func:`next_attempt`, so no key of ``ATTEMPT_KEYS`` is carried
+over. Imports nothing from Scrapy.
 """
 
 from __future__ import annotations
@@ -14,15 +12,22 @@ from __future__ import annotations
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
-from traverse_crawl.rendering.escalation import DENIED, FAILED, FINAL, HANDOFF
+from traverse_crawl.meta_keys import (
+    BACKOFF,
+    NOT_BEFORE,
+    ORIGIN_DELAY,
+    RENDER_DENIED,
+    RENDER_FAILED,
+    RENDER_FINAL,
+    RENDER_HANDOFF,
+    REPLAY_WORK,
+    REVALIDATE_SENT,
+    SNAPSHOT,
+)
 
-# The keys, set by (→ read by) the component named; each documents its own.
-BACKOFF = "traverse_backoff"  # retry → politeness: seconds to wait before this attempt
-NOT_BEFORE = "traverse_not_before"  # politeness: when this attempt may start (monotonic)
-ORIGIN_DELAY = "traverse_origin_delay"  # robots → politeness: this hop's origin's Crawl-delay
-REVALIDATE_SENT = "traverse_revalidate_sent"  # revalidate: the URL it sent validators to
-SNAPSHOT = "traverse_snapshot"  # revalidate, replay → spider: the stored snapshot it stands for
-REPLAY_WORK = "traverse_replay_work"  # replay → spider: the page's work, done by its reader
+# Set for one attempt only (traverse_crawl.meta_keys names who sets and reads each).
+# A key carried over would mislead the next attempt: a stale ``traverse_not_before``
+# would put it at the head of its origin's queue without waiting TRAVERSE_MIN_DELAY.
 ATTEMPT_KEYS = frozenset(
     {
         BACKOFF,
@@ -32,17 +37,18 @@ ATTEMPT_KEYS = frozenset(
         SNAPSHOT,
         REPLAY_WORK,
         "download_latency",  # Scrapy's downloader: this attempt's latency
-        HANDOFF,  # page guard → render: the navigation handed back to Scrapy
-        DENIED,  # page guard → render: the egress refusal of the navigation
-        FAILED,  # page guard → render: why the navigation failed
-        FINAL,  # render: this attempt's outcome is settled
+        RENDER_HANDOFF,  # page guard → render: the navigation handed back to Scrapy
+        RENDER_DENIED,  # page guard → render: the egress refusal of the navigation
+        RENDER_FAILED,  # page guard → render: why the navigation failed
+        RENDER_FINAL,  # render: this attempt's outcome is settled
     }
 )
 # Retry bookkeeping: a retry counts on from it; a redirect hop or a rendered
 # attempt starts with its own retries.
 RETRY_KEYS = frozenset({"retry_times"})
-# Validators belong to one URL and one plain attempt: never sent on by a redirect
-# (SPEC §7.1, §10) nor by a rendered attempt (SPEC §11).
+# Validators belong to one URL and one plain attempt: never carried over to a
+# redirect hop (revalidation sets them again on a hop to the prior's URL) nor to a
+# rendered attempt, which is never conditional (docs/snapshots.md, "Revalidation").
 CONDITIONAL_HEADERS = (b"If-None-Match", b"If-Modified-Since")
 
 

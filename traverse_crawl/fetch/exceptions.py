@@ -1,19 +1,7 @@
 """traverse_crawl's exceptions, and the mapping of a failed download to a ``FetchError``.
 
-Pages fail with typed outcomes (``core.errors.FetchError``, CONTRACT §3); the
-exceptions here are control flow inside Scrapy (STYLE §8):
-
-- ``PageFailed``: a middleware that decides a page's fate (robots denial, egress
-  refusal, too many redirects, ...) raises it; it is an ``IgnoreRequest``, so
-  Scrapy routes it to the request's errback, where the spider records ``error``;
-- ``RenderWaitTimeout`` and ``ClientRedirect``: raised by the page guard, read by
-  the render middleware (``traverse_crawl.rendering``);
-- ``CommandFailed``: a store command's one-line failure (``commands.common``).
-
-``fetch_error_from_failure`` is the I/O edge where broad exceptions are caught:
-anything unexpected becomes ``network`` with one sentence naming the URL and the
-cause (``failures.describe``), never a traceback or a repr.
-``ConfigError`` (a bad setting or argument) is pure and lives in ``core.errors``.
+Pages fail with typed outcomes (``traverse_crawl.errors.FetchError``); the exceptions
+here are control flow inside Scrapy, and ``CommandFailed`` a store command's failure.
 """
 
 from __future__ import annotations
@@ -31,6 +19,12 @@ from traverse_crawl.fetch.handler import headers_too_large
 
 
 class PageFailed(IgnoreRequest):
+    """A middleware decided the page's fate (robots denial, egress refusal, ...).
+
+    An ``IgnoreRequest``, so Scrapy routes it to the request's errback, where the
+    spider records ``error``.
+    """
+
     def __init__(self, error: FetchError) -> None:
         super().__init__(error.message)
         self.error = error
@@ -51,6 +45,11 @@ class CommandFailed(Exception):
 def fetch_error_from_failure(
     failure: Failure, request: Request, timeout: float, maxsize: int
 ) -> FetchError:
+    """The typed error of a failed download: the I/O edge where broad exceptions are caught.
+
+    Anything unexpected becomes ``network`` with one sentence naming the URL and the
+    cause (``failures.describe``), never a traceback or a repr.
+    """
     exc = failure.value
     assert exc is not None
     if isinstance(exc, PageFailed):
@@ -71,7 +70,8 @@ def fetch_error_from_failure(
         )
     if isinstance(exc.__cause__, _DecompressionMaxSizeExceeded):
         # HttpCompressionMiddleware stops a decompression bomb (gzip, deflate,
-        # brotli, zstd) at DOWNLOAD_MAXSIZE: CONTRACT §2 makes that too-large.
+        # brotli, zstd) at DOWNLOAD_MAXSIZE: the page is too-large, as for
+        # a body over it (docs/settings.md, DOWNLOAD_MAXSIZE).
         return too_large_error(request, request.meta.get("download_maxsize", maxsize))
     return FetchError("network", describe(exc, request.url))
 

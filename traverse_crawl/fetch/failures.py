@@ -1,13 +1,9 @@
-"""One readable sentence for a download that failed at the network level (issue 10).
+"""One readable sentence for a download that failed at the network level.
 
-Scrapy and Twisted report a failed download as nested wrappers: Scrapy's
-``DownloadFailedError`` raised from Twisted's ``ResponseFailed``, whose
-``reasons`` are Failures of ``ConnectionDone``, ``SSL.Error``, a ``ParseError``
-holding the raw bytes, ... Their ``str()`` is a list of Python reprs. Here the
-wrappers are unpacked and the innermost known cause becomes a phrase, so a page's
-``network`` message reads ``request to URL failed: CAUSE``.
-
-Hand-written because neither library has a user-facing wording for these.
+Scrapy and Twisted report such a failure as nested wrappers (``DownloadFailedError``
+raised from ``ResponseFailed``, whose ``reasons`` hold ``ConnectionDone``,
+``SSL.Error``, ...) whose ``str()`` is a list of reprs, and neither library words
+them for a user: the innermost known cause becomes ``request to URL failed: CAUSE``.
 """
 
 from __future__ import annotations

@@ -1,21 +1,9 @@
-"""Scrapy's HTTP/1.1 handler with a cap on the size of response headers (issue 10).
+"""Scrapy's HTTP/1.1 handler with a cap on the size of response headers.
 
-Twisted's response parser keeps every header line it is sent: a server that
-streams headers forever grows one response without bound, and a header line
-longer than its 16 KiB line limit closes the connection as if the server had
-("Connection was closed cleanly"), which is then retried for nothing. Here the
-status line and headers of a response may take ``TRAVERSE_MAX_HEADER_SIZE``
-bytes (default 64 KiB, a single line up to the same size); past that the
-download fails with ``HeadersTooLarge``, which the spider records as
-``too-large`` and the retry middleware does not retry.
-
-Each request is also sent on the socket at once rather than on the event
-loop's next turn (see ``_CappedProtocol.request``).
-
-Scrapy's handler hard-codes its parser class and swaps it in after the
-protocol builds one (``_LenientHTTP11ClientProtocol.request``); this module
-does the same one step further, on Scrapy's private classes, because neither
-Scrapy nor Twisted has a setting for it. Scrapy is pinned to 2.19.x.
+The status line and headers of a response may take ``TRAVERSE_MAX_HEADER_SIZE``
+bytes; past that the download fails with ``HeadersTooLarge`` (the page is
+``too-large``, not retried). Each request is also sent on the socket at once
+rather than on the event loop's next turn (``_CappedProtocol.request``).
 """
 
 from __future__ import annotations
@@ -42,6 +30,14 @@ class HeadersTooLarge(Exception):
         self.limit = limit
 
 
+# Twisted's response parser keeps every header line it is sent: a server that
+# streams headers forever grows one response without bound, and a header line
+# longer than its 16 KiB line limit closes the connection as if the server had
+# ("Connection was closed cleanly"), which would then be retried for nothing.
+# Scrapy's handler hard-codes its parser class and swaps it in after the protocol
+# builds one (``_LenientHTTP11ClientProtocol.request``); this module does the same
+# one step further, on Scrapy's private classes, because neither Scrapy nor Twisted
+# has a setting for it. Scrapy is pinned to 2.19.x.
 class _CappedParser(_LenientHTTPClientParser):
     header_limit = 65536
     header_bytes = 0
@@ -69,8 +65,9 @@ class _CappedProtocol(_LenientHTTP11ClientProtocol):
         parser.header_bytes = 0  # type: ignore[attr-defined]
         # Twisted only buffers the request here and sends it when the loop next
         # reports the socket writable: after every callback already queued, the
-        # page work of a whole wave of responses among them, so a refill waited
-        # behind that work (docs/performance.md, "Latency", round 4). Send it now;
+        # page work of a whole wave of responses among them, so a request freed
+        # by a response waited behind that work (at 50 ms per response, most of
+        # the time outside the server's latency was that wait). Send it now;
         # what the socket does not take stays buffered for the loop, as before.
         # Under TLS the wrapper hands ``doWrite`` to the socket's transport, which
         # sends the encrypted bytes it holds (a handshake's, until it completes).

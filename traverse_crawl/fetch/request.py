@@ -1,25 +1,8 @@
-"""The request sent is the URL recorded: WHATWG URLs byte for byte on the wire (issue 11).
+"""The request sent is the URL recorded: WHATWG URLs byte for byte on the wire.
 
-Two places rewrite a URL between the frontier and the request line:
-
-1. ``scrapy.Request.__init__`` passes the URL through w3lib's ``safe_url_string``
-   (``/x?`` becomes ``/x``, ``|`` becomes ``%7C``, ``^`` in a query ``%5E``), unless
-   the request's meta has Scrapy's ``verbatim_url`` key (Scrapy 2.17+).
-   :class:`WhatwgRequest` is a ``Request`` whose URL is the WHATWG serialisation
-   (ada-url) and always verbatim; ``replace()``/``copy()`` (redirects, retries,
-   the render escalation) keep the class, so every hop is one too.
-2. Scrapy's HTTP/1.1 handler hands the URL to Twisted's ``Agent``, which parses it
-   again with urllib and writes ``urlunparse``'s origin-form as the request target:
-   an empty query loses its "?" and an empty ``;`` parameter its ";".
-   :class:`ExactTargetDownloadHandler` (``DOWNLOAD_HANDLERS`` ``http``/``https``)
-   is Scrapy's handler with one change: the target written is
-   ``urls.request_target(request.url)``, the URL's path and query as they are.
-
-Scrapy has no setting or signal between the Request and the request line, so
-(2) subclasses the handler's agent classes (``_ScrapyAgent``, ``_BindAddressAgent``,
-private to scrapy 2.19, which requirements pin); ``tests/test_request_target.py``
-fails if a Scrapy upgrade changes what they do. A proxied request (meta
-``proxy``) keeps Scrapy's agents: its absolute-form target is the URL as it is.
+:class:`WhatwgRequest` keeps the URL from w3lib's ``safe_url_string``, and
+:class:`ExactTargetDownloadHandler` keeps the request target from Twisted's
+urllib re-serialisation (docs/architecture.md, "URLs on the wire").
 """
 
 from __future__ import annotations
@@ -51,11 +34,15 @@ VERBATIM = "verbatim_url"  # Scrapy's meta key: Request keeps the URL as given
 class WhatwgRequest(Request):
     """A ``Request`` for an http(s) URL as the WHATWG URL Standard serialises it.
 
-    The URL is parsed with ada-url (fragment dropped) and kept verbatim, so
+    ``scrapy.Request.__init__`` passes a URL through w3lib's ``safe_url_string``
+    (``/x?`` becomes ``/x``, ``|`` becomes ``%7C``, ``^`` in a query ``%5E``) unless
+    the meta has Scrapy's ``verbatim_url`` key (Scrapy 2.17+). Here the URL is
+    parsed with ada-url (fragment dropped) and kept verbatim, so
     ``request.url``, the request target sent and ``response.url`` are all that
     serialisation. Use it for every request the crawl makes (pages, robots.txt,
     sitemaps). A URL that is not http(s) raises ``ValueError``, as ``Request``
-    does for a URL without a scheme.
+    does for a URL without a scheme. ``replace()``/``copy()`` (redirects, retries,
+    the render escalation) keep the class, so every hop is one too.
     """
 
     def __init__(self, url: str, **kwargs: Any) -> None:
@@ -66,6 +53,14 @@ class WhatwgRequest(Request):
         super().__init__(href, **kwargs)
 
 
+# Twisted's ``Agent`` parses the URL again with urllib and writes ``urlunparse``'s
+# origin-form as the request target: an empty query loses its "?" and an empty
+# ``;`` parameter its ";". Scrapy has no setting or signal between the Request and
+# the request line, so the handler's agent classes (``_ScrapyAgent``,
+# ``_BindAddressAgent``, private to Scrapy 2.19, which requirements pin) are
+# subclassed; ``tests/test_request_target.py`` fails if a Scrapy upgrade changes
+# what they do. A proxied request (meta ``proxy``) keeps Scrapy's agents: its
+# absolute-form target is the URL as it is.
 class _ExactTargetAgent(_BindAddressAgent):
     """Twisted's Agent, writing the URI's own path and query as the request target.
 
@@ -113,7 +108,7 @@ class _ExactTargetScrapyAgent(_ScrapyAgent):
 
 class ExactTargetDownloadHandler(HeaderCappedHTTP11DownloadHandler):
     """Scrapy's HTTP/1.1 handler, sending each request target exactly as its URL has
-    it, with the response header cap of ``downloadhandlers.http`` (issue 10)."""
+    it (``urls.request_target``), with the response header cap of ``fetch.handler``."""
 
     async def download_request(self, request: Request) -> Response:
         agent = _ExactTargetScrapyAgent(

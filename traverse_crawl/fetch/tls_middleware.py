@@ -1,13 +1,9 @@
-"""A page warning for every HTTPS response taken without certificate checks (issue 10).
+"""A page warning for every HTTPS response taken without certificate checks.
 
-Certificates are verified by default (``DOWNLOAD_VERIFY_CERTIFICATES`` is True
-in ``core.config.FIELDS``), as Traverse's Node fetch does: an untrusted certificate fails the
-page with ``network`` and is not retried. With ``DOWNLOAD_VERIFY_CERTIFICATES``
-set to False (intranets, tests), each HTTPS hop of a page adds the page warning
-``TLS certificate of URL not verified (DOWNLOAD_VERIFY_CERTIFICATES is False)``,
-so a manifest shows which content was taken on trust. Enabled only then.
-
-Meta keys: ``traverse_warnings`` (appended to).
+Enabled only with ``DOWNLOAD_VERIFY_CERTIFICATES`` set to False (intranets, tests):
+each HTTPS hop of a page then appends ``TLS certificate of URL not verified
+(DOWNLOAD_VERIFY_CERTIFICATES is False)`` to ``traverse_warnings``, so a manifest
+shows which content was taken on trust (docs/settings.md).
 """
 
 from __future__ import annotations
@@ -18,6 +14,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 
 from traverse_crawl.config.settings import get_config
+from traverse_crawl.meta_keys import PAGE_ID, WARNINGS
 
 
 class UnverifiedTlsMiddleware:
@@ -30,12 +27,12 @@ class UnverifiedTlsMiddleware:
         return cls(crawler)
 
     def process_response(self, request: Request, response: Response) -> Response:
-        if request.url.startswith("https:") and "traverse_page_id" in request.meta:
+        if request.url.startswith("https:") and PAGE_ID in request.meta:
             warning = (
                 f"TLS certificate of {request.url} not verified "
                 "(DOWNLOAD_VERIFY_CERTIFICATES is False)"
             )
-            warnings: list[str] = request.meta.setdefault("traverse_warnings", [])
+            warnings: list[str] = request.meta.setdefault(WARNINGS, [])
             if warning not in warnings:
                 warnings.append(warning)
         return response

@@ -1,7 +1,7 @@
-"""WHATWG URL rules of the frontier (SPEC §13.4, §13.5, §17b).
+"""WHATWG URL rules of the frontier: parsing, origins, page ids and request targets.
 
 Uses ada-url, a maintained WHATWG parser: ``urllib.parse.urljoin`` differs on
-empty queries, whitespace, percent-encoding and dot segments (SPEC §17b).
+empty queries, whitespace, percent-encoding and dot segments.
 """
 
 from __future__ import annotations
@@ -55,9 +55,9 @@ def request_target(url: str) -> str:
 
 
 def legacy_form(url: str) -> str:
-    """The URL Scrapy's ``Request`` made of ``url`` before issue 11: w3lib's
-    ``safe_url_string`` (``/x?`` became ``/x``, ``|`` became ``%7C``), the form
-    snapshots written before then record (docs/snapshots.md)."""
+    """The URL Scrapy's ``Request`` made of ``url`` before requests were sent
+    verbatim: w3lib's ``safe_url_string`` (``/x?`` became ``/x``, ``|`` became
+    ``%7C``), the form that older stores' snapshots record (docs/snapshots.md)."""
     return str(safe_url_string(url, "utf-8"))
 
 

@@ -1,15 +1,10 @@
-"""URLs with userinfo (``http://user:pass@host/``): credentials go in a header (issue 10).
+"""URLs with userinfo (``http://user:pass@host/``): credentials go in a header.
 
-WHATWG URLs may carry a username and password, and a same-origin link may
-too (the origin leaves userinfo out). Scrapy's HTTP/1.1 handler would take
-``user:pass@host`` for the host name and fail with ``invalid hostname``. As
-URL libraries and browsers do (curl, requests, a browser's address bar), the
-request goes to the URL without its userinfo, with the credentials as HTTP
-Basic ``Authorization``; the redirect middleware drops that header when a
-redirect leaves the origin. The page keeps the URL it was discovered as.
-
-The request is replaced before any other middleware sees it (priority 40), so
-no log line or error message past this point can show the password.
+Scrapy's HTTP/1.1 handler would take ``user:pass@host`` for the host name. As curl,
+requests and browsers do, the request goes to the URL without its userinfo, with the
+credentials as HTTP Basic ``Authorization`` (the redirect middleware drops it when a
+redirect leaves the origin); the page keeps the URL it was discovered as. At
+priority 40, before any other middleware, so no later log line shows the password.
 """
 
 from __future__ import annotations

@@ -1,26 +1,10 @@
 """The crawl-state interface and its backends: an append-only journal of plain records.
 
-A crawl's state is the sequence of records it appended: a header (the seeds and
-the settings that define the crawl), budget changes, and one record per page
-outcome. ``jobdir/state.py`` rebuilds every seed's ``Frontier`` by replaying the
-outcomes: the frontier's in-order commit makes the result independent of the
-order in which outcomes were appended (CONTRACT §5), so the journal needs no
-other synchronisation. Records are JSON-able dicts, never pickles, so the same
-interface fits a Redis backend (issue 13).
-
-Backends: ``MemoryJournal`` (tests, and the reference for the others) and
-``FileJournal`` (``JOBDIR``). Hand-written because the durability rules are the
-design: Scrapy's own JOBDIR files are written at a clean close only.
-
-File format (``JOBDIR/traverse-journal.jsonl``): one record per line,
-``<crc32 of the JSON, 8 hex digits> <JSON>\\n``, JSON with ASCII escapes only
-(no raw newline can occur inside a record). Each record is one ``write(2)``
-on an ``O_APPEND`` descriptor: once the call returns, the record survives a
-SIGKILL (it is in the kernel's page cache). ``sync()`` fsyncs; the crawl calls
-it at least once a second, so power loss costs at most the last second.
-A crash can leave only the *last* line incomplete or torn: reading drops such a
-tail (and ``FileJournal`` truncates it before appending again). A bad record
-anywhere else means the file was damaged, and ``JournalError`` names it.
+A crawl's state is the sequence of records it appended (a header, budget changes,
+one record per page outcome); ``jobdir/state.py`` rebuilds every seed's
+``Frontier`` from them. Records are JSON-able dicts, never pickles. Backends:
+``MemoryJournal`` (tests, and the reference) and ``FileJournal`` (``JOBDIR``;
+docs/architecture.md, "State and durability").
 """
 
 from __future__ import annotations
@@ -33,6 +17,20 @@ from typing import Any, Protocol
 
 from traverse_crawl.utils.atomic import fsync_directory
 
+# The frontier's in-order commit makes the replayed state independent of the order
+# in which outcomes were appended, so the journal needs no other synchronisation.
+# Hand-written because the durability rules are the design: Scrapy's own JOBDIR
+# files are written at a clean close only.
+#
+# File format: one record per line, ``<crc32 of the JSON, 8 hex digits> <JSON>\n``,
+# JSON with ASCII escapes only (no raw newline can occur inside a record). Each
+# record is one ``write(2)`` on an ``O_APPEND`` descriptor: once the call returns,
+# the record survives a SIGKILL (it is in the kernel's page cache). ``sync()``
+# fsyncs; the crawl calls it at least once a second, so power loss costs at most
+# the last second. A crash can leave only the *last* line incomplete or torn:
+# reading drops such a tail (and ``FileJournal`` truncates it before appending
+# again). A bad record anywhere else means the file was damaged, and
+# ``JournalError`` names it.
 JOURNAL_NAME = "traverse-journal.jsonl"
 
 

@@ -1,24 +1,10 @@
-"""``JOBDIR``: the crawl's state on disk, for pause, resume and crashes (CONTRACT §6).
+"""``JOBDIR``: the crawl's state on disk, for pause, resume and crashes (docs/operations.md).
 
-``JOBDIR`` is Scrapy's setting; what is kept in it is ours (see
-``docs/architecture.md``, "State and durability"): one append-only journal,
-``traverse-journal.jsonl`` (``jobdir/journal.py``), of the records described in
-``jobdir/state.py``. Scrapy's own JOBDIR files are not used: its scheduler
-queue is written only at a clean close and would duplicate the frontier's
-requests on a resume (``traverse_crawl/crawl/scheduler.py``), its dupefilter file
-(``requests.seen``) holds fingerprints that the frontier's seen set replaces
-(every request is ``dont_filter``), and ``spider.state`` is a pickle written
-only at a clean close.
-
-- ``open_job(crawler, seeds)``: checks the JOBDIR before the first request and
-  returns the seeds to crawl and the records to replay; every refusal is a
-  ``ConfigError`` naming ``JOBDIR`` (exit 2), and nothing in the directory is
-  written before all checks pass.
-- ``JournalPipeline`` (after the store pipeline): appends each page's outcome once
-  its snapshot is stored, so a kept outcome never names a snapshot that a crash
-  lost; fsyncs the journal at least once a second, in a worker thread.
-
-Stats: ``jobdir/resumed_pages``, ``jobdir/kept``, ``jobdir/error``.
+``JOBDIR`` is Scrapy's setting; what is kept in it is ours, one append-only journal
+(``jobdir/journal.py``), and none of Scrapy's own JOBDIR files (docs/architecture.md,
+"State and durability"). ``open_job`` checks it before the first request;
+``JournalPipeline`` (after the store pipeline) appends each page's outcome once its
+snapshot is stored, so a kept outcome never names a snapshot that a crash lost.
 """
 
 from __future__ import annotations
@@ -47,7 +33,7 @@ from traverse_crawl.stats import inc
 
 logger = logging.getLogger(__name__)
 
-SYNC_INTERVAL = 1.0  # seconds: power loss costs at most this much (CONTRACT §6)
+SYNC_INTERVAL = 1.0  # seconds: power loss costs at most this much (fsync in a thread)
 
 
 @dataclass
@@ -125,13 +111,13 @@ def resolve_seeds(
     """The crawl's seeds (``-a url``/``-a seeds``, or the JOBDIR's) and its checked JOBDIR.
 
     ``args`` are the spider's ``url, seeds, source_id, content_type``; with a
-    JOBDIR they may all be left out (CONTRACT §6). ``check``: the ``crawl``
+    JOBDIR they may all be left out (the seeds are in it). ``check``: the ``crawl``
     command's early check; the spider, built next in the same process, then
     reuses the journal it read instead of reading a large file again.
     """
     directory = jobdir_path(settings)
     if config.redis.enabled and all(a is None for a in args):
-        return [], None  # a worker that joins a distributed crawl (CONTRACT §7)
+        return [], None  # a worker that joins a distributed crawl (docs/operations.md)
     given = None if directory and all(a is None for a in args) else seeds_from_args(*args)
     if directory is None:
         assert given is not None
@@ -143,7 +129,11 @@ def resolve_seeds(
 
 
 def open_job(directory: str, config: TraverseConfig, seeds: list[Seed] | None) -> Job:
-    """Check ``directory`` against this run; nothing is written here."""
+    """Check ``directory`` against this run; nothing is written here.
+
+    Every refusal is a ``ConfigError`` naming ``JOBDIR`` (exit 2), and nothing in the
+    directory is written before all checks pass.
+    """
     journal = _checked.pop(directory, None) or FileJournal(directory)
     where = journal.path
     if not journal.exists():

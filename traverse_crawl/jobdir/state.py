@@ -1,21 +1,8 @@
 """A crawl's persistent state as records: what to keep, when to refuse, how to resume.
 
-Records (plain JSON, ``jobdir/journal.py`` stores them):
-- ``{"t": "header", "format": FORMAT, "version": VERSION, "seeds": [...], "mode",
-  "store", "max_pages", "max_depth"}`` — first, once: what defines the crawl;
-- ``{"t": "budget", "max_pages", "max_depth"}`` — a resume with larger budgets;
-- ``{"t": "page", "s": seed key, "i": index, "u": URL, "d": depth, "fetch", "ref"?, "links"?,
-  "off"?, "size"?, "store"?}`` — one page outcome, kept once its snapshot is stored;
-- ``{"t": "sitemaps", "s": seed key, "urls", "warnings", "max_pages"}`` — a seed's
-  sitemap URLs (CONTRACT §9), read with that page budget.
-
-Resuming replays every page record through a fresh ``Frontier`` built with the
-current budgets: the frontier commits in admission order, so the order of the
-records does not matter, and a record whose index the replay never admits (its
-predecessors were lost in a crash) or whose URL differs is dropped and the page
-fetched again. A larger ``TRAVERSE_MAX_DEPTH`` works because page records keep
-every page's links, beyond the depth limit too; a larger ``TRAVERSE_MAX_PAGES``
-because the queue does not depend on the page budget.
+Records are plain JSON (``jobdir/journal.py`` stores them); resuming replays every
+page record through a fresh ``Frontier`` built with the current budgets, so their
+order does not matter (docs/architecture.md, "State and durability").
 """
 
 from __future__ import annotations
@@ -28,6 +15,15 @@ from traverse_crawl.crawl.frontier import Frontier, Outcome
 from traverse_crawl.crawl.seeds import Seed
 from traverse_crawl.errors import ConfigError
 
+# The records:
+# - ``{"t": "header", "format": FORMAT, "version": VERSION, "seeds": [...], "mode",
+#   "store", "max_pages", "max_depth"}`` — first, once: what defines the crawl;
+# - ``{"t": "budget", "max_pages", "max_depth"}`` — a resume with larger budgets;
+# - ``{"t": "page", "s": seed key, "i": index, "u": URL, "d": depth, "fetch", "ref"?,
+#   "links"?, "off"?, "size"?, "store"?}`` — one page outcome, kept once its snapshot
+#   is stored;
+# - ``{"t": "sitemaps", "s": seed key, "urls", "warnings", "max_pages"}`` — a seed's
+#   sitemap URLs (``TRAVERSE_SITEMAPS``), read with that page budget.
 FORMAT = "traverse_crawl-jobdir"
 VERSION = 1
 
@@ -179,7 +175,11 @@ def replay(frontiers: dict[int, Frontier], records: list[dict[str, Any]]) -> dic
     """Feed the page records to the frontiers; returns how many each seed took.
 
     Sorted by index, one pass is exact: an index can only be admitted once every
-    smaller index is committed, and those come first.
+    smaller index is committed, and those come first. A record whose index the
+    replay never admits (its predecessors were lost in a crash) or whose URL differs
+    is dropped, and the page fetched again. A larger ``TRAVERSE_MAX_DEPTH`` works
+    because page records keep every page's links, beyond the depth limit too; a
+    larger ``TRAVERSE_MAX_PAGES`` because the queue does not depend on the budget.
     """
     pages = sorted(
         (r for r in records if r.get("t") == "page" and r.get("s") in frontiers),

@@ -1,26 +1,9 @@
-"""Write one manifest JSON file per seed (CONTRACT §3), atomically.
+"""Write one manifest JSON file per seed, atomically.
 
-A seed's manifest is written once its BFS is finished *and* every one of its
-page items has passed the earlier pipelines (so a store failure noted by the
-snapshot pipeline is in it). Seeds still open when the spider closes (Ctrl-C,
-``CLOSESPIDER_*``, an engine error) are written with what was recorded and a
-warning naming the close reason; so are they after a second SIGINT/SIGTERM
-(``hard_stop``, called by ``traverse_crawl/crawl/stop.py``).
-
-A manifest that cannot be written (a full disk, a directory made read-only
-during the crawl) is tried again, then kept in a fallback file — in the
-``JOBDIR`` when there is one, else in the system's temporary directory — named
-in an ERROR line; the ``crawl`` command then exits 1 (issue 10).
-
-The pages are not held in memory until then (issue 17): the spider's frontiers
-keep them in a spool file (``crawl/spool.py``) and the manifest is streamed from
-it into the temporary file that ``utils/atomic.py`` renames into place, so nothing
-but finished manifests ever ends in ``.json`` in the manifest directory. The
-spool is closed (its space freed) once every manifest is written.
-
-Stats: ``manifest/written``, ``manifest/partial``, ``manifest/error``,
-``manifest/fallback``, ``manifest/spool_error`` (the spool could not be
-written: the pages stayed in memory).
+A seed's manifest is written once its BFS is finished *and* every one of its page
+items has passed the earlier pipelines (so a store failure noted by the snapshot
+pipeline is in it); a seed still open when the spider closes is written with what
+was recorded and a warning naming the reason (docs/architecture.md, "Stopping").
 """
 
 from __future__ import annotations
@@ -86,6 +69,9 @@ class ManifestPipeline:
         self.finished[seed_key] = frontier
         self._maybe_write(seed_key)
 
+    # Seeds still open when the spider closes (Ctrl-C, CLOSESPIDER_*, an engine error)
+    # are written with the stop warning; so are they after a second SIGINT/SIGTERM
+    # (``hard_stop``, called by ``crawl/stop.py``).
     def _maybe_write(self, key: int) -> None:
         frontier = self.finished.get(key)
         resumed = getattr(self.crawler.spider, "resumed", {}).get(key, 0)
@@ -135,6 +121,10 @@ class ManifestPipeline:
         self._fallback(path, frontier, error)
 
     def _fallback(self, path: str, frontier: Frontier, error: OSError) -> None:
+        # A manifest that cannot be written (a full disk, a directory made read-only
+        # during the crawl) is kept in a fallback file, in the JOBDIR when there is
+        # one, else in the system's temporary directory, named in an ERROR line; the
+        # ``crawl`` command then exits 1.
         seed_id = frontier.seed_id
         directory = jobdir_path(self.crawler.settings) or tempfile.gettempdir()
         stamp = time.strftime("%Y%m%dT%H%M%S")
@@ -162,7 +152,12 @@ def _reason(exc: OSError) -> str:
 
 
 def write_manifest(path: str, frontier: Frontier) -> None:
-    """The seed's manifest, streamed from its page log, written atomically."""
+    """The seed's manifest, streamed from its page log, written atomically.
+
+    The pages wait in the spider's spool (``crawl/spool.py``), not in memory, and are
+    streamed into the temporary file that ``utils/atomic.py`` renames into place, so
+    nothing but finished manifests ever ends in ``.json`` in the manifest directory.
+    """
 
     def write(handle: BinaryIO) -> None:
         text = io.TextIOWrapper(handle, encoding="utf-8", write_through=False)
@@ -174,5 +169,5 @@ def write_manifest(path: str, frontier: Frontier) -> None:
 
 
 def manifest_path(directory: str, seed_id: str) -> str:
-    """``<store-dir-name of the seed id>.json`` (CONTRACT §3)."""
+    """``<store-dir-name of the seed id>.json``: the store's directory naming rule."""
     return os.path.join(directory, source_dir_name(seed_id) + ".json")

@@ -1,13 +1,8 @@
-"""Read manifests back for ``scrapy diff`` and ``scrapy report`` (CONTRACT §3, §10).
+"""Read manifests back for ``scrapy diff`` and ``scrapy report`` (docs/reports.md).
 
-An argument is a manifest file or a directory of them (``TRAVERSE_MANIFEST_DIR``:
-every ``*.json`` directly inside it). Anything that is not a readable manifest —
-a missing path, bytes that are not JSON, JSON without the CONTRACT §3 shape, an
-empty directory, one seed id in two files — is a ``ManifestError`` that names the
-file, so the command can print one line and exit 2. The shape check is as strict
-as the readers need (page ``url``, ``depth``, and exactly one of ``snapshot`` with
-a ``bodyHash`` or ``error`` with a ``kind``) and ignores fields it does not know,
-so manifests from Traverse itself and from older versions of this project load.
+An argument is a manifest file or a directory of them (every ``*.json`` directly
+inside it). Anything that is not a readable manifest is a ``ManifestError`` that
+names the file, so the command can print one line and exit 2.
 """
 
 from __future__ import annotations
@@ -87,7 +82,13 @@ def load(path: str) -> dict[str, Any]:
 
 
 def shape_problem(data: Any) -> str | None:
-    """What keeps ``data`` from being a CONTRACT §3 manifest, or None."""
+    """What keeps ``data`` from being a manifest, or None.
+
+    As strict as the readers need (page ``url``, ``depth``, and exactly one of
+    ``snapshot`` with a ``bodyHash`` or ``error`` with a ``kind``); fields it does
+    not know are ignored, so manifests from Traverse itself and from older versions
+    of this project load.
+    """
     if not isinstance(data, dict):
         return "the top level is not an object"
     seed = data.get("seed")

@@ -1,27 +1,9 @@
-"""Per-origin politeness through Scrapy's download slots (SPEC §6, CONTRACT §2).
+"""Per-origin politeness through Scrapy's download slots.
 
-Every request goes to the download slot of its origin (``download_slot``). While
-``TRAVERSE_MIN_DELAY > 0`` such a slot lets one request at a time through, and
-the next starts at least ``TRAVERSE_MIN_DELAY`` after the previous one *ended*
-(Scrapy's own slot delay counts from the previous *start*). Waiting happens in
-the slot's queue, not in a middleware, and the scheduler's
-``DownloaderAwarePriorityQueue`` keeps one busy origin from starving the others.
-
-Retries: a retry goes to the head of its origin's queue and waits its backoff
-(``traverse_backoff``, from the retry middleware) instead of the delay (SPEC §6);
-no other request to the origin starts meanwhile. robots.txt requests use a slot
-of their own and neither wait nor count. A robots ``Crawl-delay`` honoured by the robots
-middleware (``traverse_origin_delay``) raises the origin's delay.
-
-Distributed crawls (``REDIS_URL``): each origin's slot is a ``LedgerSlot``
-(``distributed/ledger_slot.py``), whose head waits for the crawl's per-origin
-ledger in Redis, so the one-at-a-time rule and the end-to-start delay hold
-across all workers, on Redis's clock.
-
-Meta keys: ``download_slot`` (Scrapy's), ``traverse_backoff`` (seconds),
-``traverse_not_before`` (set here from it), ``traverse_origin_delay``.
-Stats: ``politeness/origins``; distributed: ``ledger/acquired``, ``ledger/waited``,
-``ledger/lease_expired``, ``ledger/errors``, ``ledger/unsent``.
+Every request goes to the download slot of its origin (``download_slot``): a
+``PoliteSlot``, or with ``REDIS_URL`` a ``LedgerSlot`` that waits for the crawl's
+per-origin ledger in Redis. Waiting happens in the slot's queue, not here
+(docs/architecture.md, "Politeness, concretely").
 """
 
 from __future__ import annotations
@@ -36,7 +18,7 @@ from scrapy.exceptions import NotConfigured
 from traverse_crawl.config.settings import get_config
 from traverse_crawl.crawl.stop import CrawlStopped, stopping
 from traverse_crawl.fetch import urls
-from traverse_crawl.fetch.attempt import BACKOFF, NOT_BEFORE, ORIGIN_DELAY
+from traverse_crawl.meta_keys import BACKOFF, NOT_BEFORE, ORIGIN_DELAY, ROBOTS
 from traverse_crawl.politeness.delay_slot import PoliteSlot
 from traverse_crawl.politeness.shared import shared_politeness
 from traverse_crawl.stats import inc
@@ -47,7 +29,7 @@ class PolitenessMiddleware:
         self.crawler = crawler
         config = get_config(crawler)
         if config.mode == "replay":
-            raise NotConfigured  # replay answers every request before it (issue 17)
+            raise NotConfigured  # replay answers every request before it
         self.min_delay = config.min_delay
         self.per_domain = crawler.settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN") or 8
         self.shared = shared_politeness(crawler)
@@ -57,10 +39,13 @@ class PolitenessMiddleware:
         return cls(crawler)
 
     def process_request(self, request: Request) -> None:
-        if stopping(self.crawler) and not request.meta.get("traverse_robots"):
+        if stopping(self.crawler) and not request.meta.get(ROBOTS):
             # SIGINT/SIGTERM: nothing new starts (crawl/stop.py).
             raise CrawlStopped(f"crawl stopped before {request.url} was sent")
         meta = request.meta
+        # A retry waits its backoff (``traverse_backoff``, from the retry middleware)
+        # instead of the delay; robots.txt requests get a slot of their own that
+        # neither waits nor counts; an honoured Crawl-delay raises the origin's delay.
         backoff = meta.pop(BACKOFF, None)
         if backoff is not None:
             meta[NOT_BEFORE] = monotonic() + backoff
@@ -70,13 +55,13 @@ class PolitenessMiddleware:
         slots = self.crawler.engine.downloader.slots
         slot = slots.get(key)
         if slot is None:
-            delay = 0.0 if meta.get("traverse_robots") else self._delay(meta)
+            delay = 0.0 if meta.get(ROBOTS) else self._delay(meta)
             concurrency = 1 if delay else self.per_domain
-            if self.shared is None or meta.get("traverse_robots"):
+            if self.shared is None or meta.get(ROBOTS):
                 slots[key] = PoliteSlot(concurrency, delay)
             else:
                 slots[key] = self.shared.origin_slot(concurrency, delay, urls.origin(request.url))
-            if not meta.get("traverse_robots"):
+            if not meta.get(ROBOTS):
                 inc(self.crawler.stats, "politeness/origins")
         elif isinstance(slot, PoliteSlot) and ORIGIN_DELAY in meta:
             slot.delay = self._delay(meta)

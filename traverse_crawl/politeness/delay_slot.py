@@ -1,11 +1,10 @@
-"""The download slot of one origin in a single-process crawl (SPEC §6, CONTRACT §2).
+"""The download slot of one origin in a single-process crawl.
 
 ``PoliteSlot`` lets one request at a time through while its delay is > 0, and
 starts the next at least the delay after the previous one *ended* (Scrapy's own
 slot delay counts from the previous *start*); a retry goes to the head of the
-queue and waits its backoff instead of the delay. The politeness middleware
-(``politeness/delay_middleware.py``) creates one per origin; a distributed
-crawl's ``LedgerSlot`` builds on it.
+queue and waits its backoff instead of the delay. A distributed crawl's
+``LedgerSlot`` builds on it.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from typing import Any
 from scrapy import Request
 from scrapy.core.downloader import Slot
 
-from traverse_crawl.fetch.attempt import NOT_BEFORE
+from traverse_crawl.meta_keys import NOT_BEFORE
 
 _EPSILON = 1e-6
 
@@ -91,5 +90,5 @@ class PoliteSlot(Slot):
             # (it enters ``transferring`` a loop iteration later). Wait for its end.
             return self.delay
         if not_before is not None:
-            return max(_EPSILON, not_before - self.lastseen)  # backoff, not delay (SPEC §6)
+            return max(_EPSILON, not_before - self.lastseen)  # a retry: backoff, not delay
         return max(_EPSILON, self.delay + self.last_end - self.lastseen)

@@ -1,18 +1,10 @@
-"""Manual redirects with the chain recorded (SPEC §8). Replaces Scrapy's RedirectMiddleware.
+"""Manual redirects with the chain recorded. Replaces Scrapy's RedirectMiddleware.
 
 Every 3xx but 304 with a ``Location`` is followed as a new request through the
-whole middleware chain, so robots, the egress guard and politeness apply at
-each hop. ``Location`` is resolved against the current hop with WHATWG rules.
-At most ``REDIRECT_MAX_TIMES`` (5) redirects: the next is ``too-many-redirects``.
-A missing ``Location`` is ``http-error``; an unparsable or non-http(s) one is
-``invalid-url`` (not retried). Off-origin hops are followed; the spider decides
-what the final URL means for link discovery.
-
-Meta keys: ``dont_redirect`` (Scrapy's), ``traverse_redirects`` (URLs requested
-before this hop, in order: the snapshot's ``redirects``), ``download_slot``
-(re-pointed at the new hop's origin); a hop is a new attempt (``core.attempt``):
-the previous attempt's keys, retry count and validators do not follow it.
-Stats: ``redirect/count``.
+whole middleware chain, so robots, the egress guard and politeness apply at each
+hop; ``traverse_redirects`` keeps the URLs requested before the hop (the
+snapshot's ``redirects``). Off-origin hops are followed; the spider decides what
+the final URL means for link discovery.
 """
 
 from __future__ import annotations
@@ -27,6 +19,7 @@ from traverse_crawl.errors import FetchError
 from traverse_crawl.fetch import urls
 from traverse_crawl.fetch.attempt import drop_validators, next_attempt
 from traverse_crawl.fetch.exceptions import PageFailed
+from traverse_crawl.meta_keys import REDIRECTS
 from traverse_crawl.stats import inc
 
 
@@ -35,7 +28,7 @@ class RedirectMiddleware:
         self.crawler = crawler
         config = get_config(crawler)
         if config.mode == "replay":
-            raise NotConfigured  # replay answers every request before it (issue 17)
+            raise NotConfigured  # replay answers every request before it
         self.max_redirects = config.redirect_max_times
 
     @classmethod
@@ -46,6 +39,8 @@ class RedirectMiddleware:
         status = response.status
         if request.meta.get("dont_redirect") or not 300 <= status < 400 or status == 304:
             return response
+        # 300, 301, 302, 303, 307 and 308 alike: every request is a GET. A missing
+        # Location is checked before the hop count, as Traverse does.
         location = response.headers.get(b"Location")
         if not location:
             raise PageFailed(
@@ -55,7 +50,7 @@ class RedirectMiddleware:
                     status,
                 )
             )
-        chain: list[str] = request.meta.get("traverse_redirects", [])
+        chain: list[str] = request.meta.get(REDIRECTS, [])
         if len(chain) >= self.max_redirects:
             start = chain[0] if chain else request.url
             raise PageFailed(
@@ -68,14 +63,17 @@ class RedirectMiddleware:
             target = location.decode("utf-8")
         except UnicodeDecodeError:
             target = location.decode("latin-1")
+        # Resolved against the current hop, with WHATWG rules; an unparsable or
+        # non-http(s) target is invalid-url, never sent (so never retried).
         next_url = urls.normalize(target, request.url)
         if next_url is None:
             raise PageFailed(
                 FetchError("invalid-url", f'redirect to invalid URL "{target}" from {request.url}')
             )
-        # A new attempt at another URL: its own retries, no validators (SPEC §7.1, §10).
+        # A new attempt at another URL (fetch/attempt.py): its own retries, and no
+        # validators, which belong to the URL that produced them.
         meta = next_attempt(request.meta)
-        meta["traverse_redirects"] = [*chain, request.url]
+        meta[REDIRECTS] = [*chain, request.url]
         meta["download_slot"] = urls.origin(next_url)
         headers = request.headers.copy()
         drop_validators(headers)

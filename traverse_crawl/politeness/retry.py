@@ -1,4 +1,4 @@
-"""Retry policy (SPEC §7.2, CONTRACT §2): what is retried and how long to wait."""
+"""Retry policy: what is retried and how long to wait (docs/settings.md, ``RETRY_TIMES``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from email.utils import parsedate_to_datetime
 
 
 def is_retryable_status(status: int) -> bool:
-    """429 and every 5xx; not 408 and no other 4xx (SPEC §7.2)."""
+    """429 and every 5xx; not 408 and no other 4xx, as Traverse."""
     return status == 429 or 500 <= status <= 599
 
 

@@ -1,23 +1,9 @@
-"""Bounded, jittered retries (SPEC §7.2, CONTRACT §2). Replaces Scrapy's RetryMiddleware.
+"""Bounded, jittered retries. Replaces Scrapy's RetryMiddleware.
 
-Retried: network errors, timeouts, 429 and every 5xx (not 408, no other 4xx).
-``RETRY_TIMES`` is clamped to [0, 5]. Before retry k the request waits a uniform
-draw from ``[0, TRAVERSE_RETRY_BACKOFF * 2**k)``, or the ``Retry-After`` delay when
-it is not longer than ``TRAVERSE_RETRY_AFTER_MAX``. Each retry that follows adds
-the page warning ``retry n/N for URL after REASON``; when retries run out, the
-last outcome stands (the spider makes it ``http-error``, ``timeout`` or ``network``).
-
-Meta keys: ``dont_retry`` (Scrapy's; robots.txt requests use it),
-``retry_times`` (Scrapy's), ``traverse_backoff`` (seconds to wait before this
-attempt; the politeness middleware's origin slot does the waiting, at the head
-of the origin's queue and instead of the origin's minimum delay). A retry is a
-new attempt (``core.attempt``): the previous attempt's keys do not follow it.
-
-Distributed crawls (``REDIS_URL``): the wait is also written into the origin's
-ledger in Redis as its "not before" time, so no worker sends to the origin
-before it (``distributed/ledger.py``).
-
-Stats: Scrapy's ``retry/count``, ``retry/reason_count/*``, ``retry/max_reached``.
+Retried: network errors, timeouts, 429 and every 5xx. A retry is a new attempt
+whose wait (``traverse_backoff``: the jittered backoff, or an honoured
+``Retry-After``) the origin's politeness slot does, at the head of its queue;
+each retry adds the page warning ``retry n/N for URL after REASON``.
 """
 
 from __future__ import annotations
@@ -37,9 +23,10 @@ from twisted.internet.error import TimeoutError as TxTimeoutError
 
 from traverse_crawl.config.settings import get_config
 from traverse_crawl.fetch import urls
-from traverse_crawl.fetch.attempt import BACKOFF, next_attempt
+from traverse_crawl.fetch.attempt import next_attempt
 from traverse_crawl.fetch.failures import is_untrusted_certificate
 from traverse_crawl.fetch.handler import headers_too_large
+from traverse_crawl.meta_keys import BACKOFF, WARNINGS
 from traverse_crawl.politeness.retry import is_retryable_status, retry_wait
 from traverse_crawl.politeness.shared import shared_politeness
 
@@ -53,7 +40,7 @@ class RetryMiddleware:
         self.crawler = crawler
         config = get_config(crawler)
         if config.mode == "replay":
-            raise NotConfigured  # replay answers every request before it (issue 17)
+            raise NotConfigured  # replay answers every request before it
         self.max_retries = config.retry_times
         self.backoff = config.retry_backoff
         self.retry_after_max = config.retry_after_max
@@ -100,16 +87,19 @@ class RetryMiddleware:
             give_up_log_level=logging.DEBUG,
         )
         if new is None:
+            # Retries ran out: the last outcome stands (the spider makes it
+            # http-error, timeout or network).
             return None
         # A new attempt of the same request: the count goes on, the rest starts afresh.
         new = new.replace(meta=next_attempt(new.meta, retry=True))
         attempt = new.meta["retry_times"]
-        warnings: list[str] = request.meta.setdefault("traverse_warnings", [])
+        warnings: list[str] = request.meta.setdefault(WARNINGS, [])
         warnings.append(f"retry {attempt}/{self.max_retries} for {request.url} after {reason}")
         wait = new.meta[BACKOFF] = retry_wait(
             attempt, self.backoff, retry_after, self.retry_after_max, self.random
         )
         if self.shared is not None:
-            # Every worker holds back from the origin, not only this retry.
+            # Every worker holds back from the origin, not only this retry: the wait
+            # is the origin's "not before" time in Redis (distributed/ledger.py).
             self.shared.hold_off(urls.origin(request.url), wait)
         return new

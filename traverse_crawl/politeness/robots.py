@@ -1,19 +1,9 @@
 """The robots.txt engine: Traverse's minimal matcher, an RFC 9309 matcher, and the load policy.
 
-Pure: imports nothing from Scrapy (STYLE §1); ``politeness/robots_middleware.py``
-fetches ``/robots.txt`` and hands the outcome to ``decide``.
-
-- ``TraverseRules`` is Traverse's own matcher, exactly as SPEC §5 describes it
-  (hand-written because no library has its group rules: SPEC §17.3, §17.4):
-  plain case-sensitive prefixes, the longest wins, Allow wins a tie, no
-  wildcards, no Crawl-delay.
-- ``ProtegoRules`` is RFC 9309 through protego: ``*`` and ``$`` wildcards,
-  percent-normalisation, merged groups, Crawl-delay.
-- ``decide`` turns a fetch outcome into rules plus an optional page warning,
-  under the ``fail-open`` (Traverse) or ``rfc9309`` policy (CONTRACT §2).
-
-Settings that choose among these: ``TRAVERSE_ROBOTS_POLICY``,
-``TRAVERSE_ROBOTS_MATCHER``, ``USER_AGENT``.
+Pure: ``politeness/robots_middleware.py`` fetches ``/robots.txt`` and hands the
+outcome to ``decide``, which turns it into rules (``TraverseRules`` or, with
+``TRAVERSE_ROBOTS_MATCHER=rfc9309``, ``ProtegoRules``) plus an optional page
+warning under ``TRAVERSE_ROBOTS_POLICY`` (docs/robots.md).
 """
 
 from __future__ import annotations
@@ -30,11 +20,12 @@ from traverse_crawl.fetch import urls
 MAX_ROBOTS_BYTES = 500 * 1024
 
 # JavaScript's ``trim()`` and ``\s``: WhiteSpace (incl. U+FEFF) and LineTerminator.
-# Python's ``str.strip()`` differs (it keeps U+FEFF, drops U+001C-U+001F), SPEC §5.
+# Python's ``str.strip()`` differs (it keeps U+FEFF, drops U+001C-U+001F), and a
+# BOM at the start of the file must be harmless, as in Traverse.
 _JS_SPACE = "\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 _JS_TRIM = re.compile(f"^[{_JS_SPACE}]+|[{_JS_SPACE}]+$")
 _TOKEN_SPLIT = re.compile(f"[{_JS_SPACE}/]+")
-_LINE_BREAK = re.compile(r"\r?\n")  # a lone \r is not a line break (SPEC §5)
+_LINE_BREAK = re.compile(r"\r?\n")  # a lone \r is not a line break, as in Traverse
 
 ErrorKind = Literal["network", "timeout"]
 Policy = Literal["fail-open", "rfc9309"]
@@ -46,12 +37,12 @@ def js_trim(text: str) -> str:
 
 
 def product_token(user_agent: str) -> str:
-    """The first piece of ``ua.trim().split(/[\\s/]+/)``, original case (SPEC §3, §5)."""
+    """The first piece of ``ua.trim().split(/[\\s/]+/)``, original case (docs/robots.md)."""
     return _TOKEN_SPLIT.split(js_trim(user_agent))[0]
 
 
 def path_and_query(url: str) -> str:
-    """The matching candidate: WHATWG ``pathname + search`` (no fragment), SPEC §5."""
+    """The matching candidate: WHATWG ``pathname + search`` (no fragment)."""
     parsed = urls.parse(url)
     if parsed is None:
         return "/"
@@ -83,7 +74,11 @@ class DisallowAll:
         return False
 
 
-# -- Traverse's minimal matcher (SPEC §5) --------------------------------------
+# -- Traverse's minimal matcher (docs/robots.md, "The `traverse` matcher") --------
+# Hand-written because no library has its group rules: only Allow/Disallow close
+# an agent list, and an agent matches a token that is a prefix of it, or the
+# other way round. Plain case-sensitive prefixes, the longest wins, Allow wins a
+# tie, no wildcards, no Crawl-delay.
 
 
 @dataclass(frozen=True)
@@ -100,7 +95,7 @@ class Group:
 
 
 def parse_groups(text: str) -> list[Group]:
-    """Every group in file order; duplicate groups stay separate (SPEC §5)."""
+    """Every group in file order; duplicate groups stay separate."""
     groups: list[Group] = []
     current: Group | None = None
     for raw in _LINE_BREAK.split(text):
@@ -112,7 +107,7 @@ def parse_groups(text: str) -> list[Group]:
         value = js_trim(rest)
         if name == "user-agent":
             # Only Allow/Disallow close an agent list, not blank lines or other
-            # directives (SPEC §17.3: the code, not the comment).
+            # directives: Traverse's code does so, though its comment says otherwise.
             if current is None or current.has_rule:
                 current = Group()
                 groups.append(current)
@@ -129,7 +124,7 @@ def parse_groups(text: str) -> list[Group]:
 
 
 def agent_score(agent: str, token: str) -> int:
-    """3 exact, 2 prefix either way (SPEC §17.4), 1 ``*``, else 0; both lowercased."""
+    """3 exact, 2 prefix either way (Traverse's code), 1 ``*``, else 0; both lowercased."""
     if agent == token:
         return 3
     if token.startswith(agent) or agent.startswith(token):
@@ -154,10 +149,10 @@ def select_group(groups: list[Group], token: str) -> Group | None:
 @dataclass(frozen=True)
 class TraverseRules:
     rules: tuple[Rule, ...] = ()
-    crawl_delay: float | None = None  # Traverse ignores Crawl-delay (SPEC §5)
+    crawl_delay: float | None = None  # Traverse ignores Crawl-delay
 
     def allows(self, path_and_query: str) -> bool:
-        """Longest plain prefix wins, Allow wins a tie, no match allows (SPEC §5)."""
+        """Longest plain prefix wins, Allow wins a tie, no match allows."""
         best = -1
         allowed = True
         for rule in self.rules:
@@ -194,7 +189,7 @@ class ProtegoRules:
         return bool(self._parser.can_fetch("http://robots.invalid" + path_and_query, self._token))
 
 
-# -- load policy (SPEC §5, CONTRACT §2) ----------------------------------------
+# -- load policy (docs/robots.md, "Loading") ----------------------------------
 
 
 @dataclass(frozen=True)
@@ -228,10 +223,11 @@ def decide(
 ) -> Decision:
     """Rules and page warning for one origin's robots.txt outcome.
 
-    ``fail-open`` is Traverse (SPEC §5, §17.5): unreachable, 5xx and 429 allow
-    all with a warning; other 4xx allow all silently. ``rfc9309`` disallows all
-    on unreachable, 5xx and 429 (RFC 9309 §2.3.1.4). A 3xx is never followed;
-    its body is parsed like any other (SPEC §17.15).
+    ``fail-open`` is Traverse: unreachable, 5xx and 429 allow all with a warning;
+    other 4xx allow all silently (as RFC 9309 §2.3.1.3 does). ``rfc9309`` disallows
+    all on unreachable, 5xx and 429 (RFC 9309 §2.3.1.4). A 3xx is never followed,
+    as in Traverse (RFC 9309 §2.3.1.2 would follow it); its body is parsed like any
+    other.
     """
     status = fetch.status
     if fetch.error_kind is not None or status is None:
@@ -244,7 +240,7 @@ def decide(
 
 
 def _unavailable(policy: Policy, origin: str, what: str) -> Decision:
-    """robots.txt could not be had: SPEC §4's fail-open, or RFC 9309 §2.3.1.4's disallow-all."""
+    """robots.txt could not be had: Traverse's fail-open, or RFC 9309 §2.3.1.4's disallow-all."""
     if policy == "rfc9309":
         return Decision(DisallowAll(), f"robots.txt for {origin} {what}; disallowing all (rfc9309)")
     return Decision(AllowAll(), f"robots.txt for {origin} {what}; proceeding (fail-open)")

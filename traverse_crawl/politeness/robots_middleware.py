@@ -1,47 +1,9 @@
-"""robots.txt before every request and every redirect hop (SPEC §5, CONTRACT §2).
+"""robots.txt before every request and every redirect hop. Replaces ``RobotsTxtMiddleware``.
 
-Replaces Scrapy's ``RobotsTxtMiddleware`` (STYLE §4). For each request, the
-rules of its WHATWG origin are loaded once per crawl (concurrent requests to a
-new origin await the same load) with a single attempt: no retries, no
-redirects, no politeness wait, under ``DOWNLOAD_TIMEOUT`` and the egress guard.
-Only the first 500 KiB of the body are downloaded and parsed (RFC 9309 §2.5).
-A disallowed URL is never requested: the page fails with ``robots-denied``.
-The redirect middleware re-sends every hop through the whole chain, so each
-hop, on any origin, is checked here.
-
-Sitemaps (CONTRACT §9): a request with ``traverse_sitemap = "robots"`` (the
-sitemap discovery of a seed) is answered here with the origin's robots.txt as
-loaded — the same single fetch, never a second one. When ``ROBOTSTXT_OBEY`` is
-off and ``TRAVERSE_SITEMAPS`` is not, robots.txt is still loaded for that,
-and nothing is checked against it.
-
-Settings: ``ROBOTSTXT_OBEY`` (off: nothing is checked; the middleware is
-disabled unless ``TRAVERSE_SITEMAPS`` needs robots.txt),
-``TRAVERSE_MODE`` (``replay``: disabled, no network at all),
-``TRAVERSE_ROBOTS_POLICY`` (``fail-open`` | ``rfc9309``),
-``TRAVERSE_ROBOTS_MATCHER`` (``traverse`` | ``rfc9309``),
-``TRAVERSE_ROBOTS_CRAWL_DELAY_MAX``, ``TRAVERSE_MIN_DELAY``, ``USER_AGENT``.
-
-Meta keys: ``traverse_robots`` (set on the robots.txt request itself; such
-requests are not checked, get their own zero-delay slot ``robots <origin>``
-from the politeness middleware, and are cut off at 500 KiB),
-``traverse_sitemap`` (a sitemap request, checked like a page but never given
-a page warning; ``"robots"``: answered with robots.txt),
-``traverse_warnings`` (the fail-open / rfc9309 warning is appended to the first
-page request that gets the origin's rules, only), ``traverse_origin_delay`` (set with the
-``rfc9309`` matcher when the group's Crawl-delay exceeds ``TRAVERSE_MIN_DELAY``,
-capped at ``TRAVERSE_ROBOTS_CRAWL_DELAY_MAX``; the politeness middleware raises
-the origin's delay from it).
-
-Distributed crawls (``REDIS_URL``): robots.txt is fetched once per origin for the
-whole crawl, by the first worker that needs it; the others wait for that copy in
-Redis and parse it themselves (``distributed/robots_share.py``), and the
-fail-open / rfc9309 warning goes to one page of the crawl. Redis unreachable
-for longer than ``TRAVERSE_REDIS_RETRY``: the page is not sent (``CrawlStopped``).
-
-Stats: ``robots/fetched`` (robots.txt requests made), ``robots/shared``
-(origins whose robots.txt another worker fetched), ``robots/denied``,
-``robots/fail_open``, ``robots/disallow_all``.
+Each origin's robots.txt is loaded once per crawl, with a single attempt, and a
+disallowed URL is never requested (``robots-denied``); the redirect middleware
+re-sends every hop through the whole chain, so each hop is checked here. The same
+load answers the sitemap discovery's robots.txt request (docs/robots.md).
 """
 
 from __future__ import annotations
@@ -60,9 +22,9 @@ from traverse_crawl.config.settings import get_config
 from traverse_crawl.crawl.stop import CrawlStopped
 from traverse_crawl.errors import FetchError
 from traverse_crawl.fetch import urls
-from traverse_crawl.fetch.attempt import ORIGIN_DELAY
 from traverse_crawl.fetch.exceptions import PageFailed, fetch_error_from_failure
 from traverse_crawl.fetch.request import WhatwgRequest
+from traverse_crawl.meta_keys import ORIGIN_DELAY, ROBOTS, SITEMAP, WARNINGS
 from traverse_crawl.politeness import robots
 from traverse_crawl.politeness.shared import shared_politeness
 from traverse_crawl.stats import inc
@@ -104,10 +66,10 @@ class RobotsMiddleware:
 
     async def process_request(self, request: Request) -> Response | None:
         meta = request.meta
-        if meta.get("traverse_robots"):
+        if meta.get(ROBOTS):
             return None
         origin = urls.origin(request.url)
-        if meta.get("traverse_sitemap") == "robots":
+        if meta.get(SITEMAP) == "robots":
             return await self._robots_txt(origin, request)
         if not self.obey:
             return None
@@ -115,11 +77,11 @@ class RobotsMiddleware:
         rules = self.rules[origin]
         # The warning goes to the first page, whichever request started the load
         # (a sitemap request may): the page's warnings do not depend on timing.
-        if "traverse_sitemap" not in meta and origin in self.unclaimed:
+        if SITEMAP not in meta and origin in self.unclaimed:
             warning = self.unclaimed.pop(origin)
             # Distributed: one page of the whole crawl gets it, as in one process.
             if self.shared is None or await self._claim_warning(origin, warning):
-                meta.setdefault("traverse_warnings", []).append(warning)
+                meta.setdefault(WARNINGS, []).append(warning)
         if not rules.allows(robots.path_and_query(request.url)):
             inc(self.crawler.stats, "robots/denied")
             logger.debug("robots.txt denies %s", request.url)
@@ -167,10 +129,13 @@ class RobotsMiddleware:
                 self.loading.pop(origin, None)
 
     async def _load(self, origin: str) -> None:
+        # No retries, no redirects, no politeness wait (its own zero-delay slot),
+        # under DOWNLOAD_TIMEOUT and the egress guard like any request.
         if self.shared is None:
             fetch = await self._fetch(origin)
         else:
-            # A distributed crawl: one worker fetches, every worker uses its copy.
+            # A distributed crawl: the first worker that needs the origin fetches,
+            # the others wait for its copy in Redis (distributed/robots_share.py).
             try:
                 fetch, fetched_here = await self.shared.load_robots(
                     origin, lambda: self._fetch(origin)
@@ -186,7 +151,7 @@ class RobotsMiddleware:
         self.rules[origin] = decision.rules
         if decision.warning is not None:
             self.unclaimed[origin] = decision.warning
-            # Loaded once per origin, so this logs once per origin (STYLE §9).
+            # Loaded once per origin, so this logs once per origin.
             logger.warning("%s", decision.warning)
             if isinstance(decision.rules, robots.DisallowAll):
                 inc(self.crawler.stats, "robots/disallow_all")
@@ -198,7 +163,7 @@ class RobotsMiddleware:
             origin + "/robots.txt",
             headers={"Accept": "text/plain,*/*"},
             meta={
-                "traverse_robots": True,
+                ROBOTS: True,
                 "dont_retry": True,
                 "dont_redirect": True,
                 "handle_httpstatus_all": True,
@@ -215,7 +180,7 @@ class RobotsMiddleware:
         self.received[id(robots_request)] = 0
         try:
             response = await engine.download_async(robots_request)
-        except Exception as exc:  # the I/O edge: every failure is a typed kind (STYLE §8)
+        except Exception as exc:  # the I/O edge: every failure is a typed kind
             failure = Failure(exc)  # type: ignore[no-untyped-call]  # Twisted is untyped
             error = fetch_error_from_failure(
                 failure, robots_request, self.download_timeout, self.download_maxsize
@@ -232,7 +197,7 @@ class RobotsMiddleware:
     def bytes_received(self, data: bytes, request: Request, **kwargs: Any) -> None:
         """Stop a robots.txt download once 500 KiB are in (RFC 9309 §2.5)."""
         key = id(request)
-        if key not in self.received or not request.meta.get("traverse_robots"):
+        if key not in self.received or not request.meta.get(ROBOTS):
             return
         if not self.received[key]:
             # The handler read the unbounded size when the body began; restore the

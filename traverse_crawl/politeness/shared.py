@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from traverse_crawl.politeness.robots import RobotsFetch
 
-ATTRIBUTE = "traverse_shared_politeness"
+ATTRIBUTE = "_traverse_shared_politeness"  # on the crawler, as get_config keeps its config
 
 
 class SharedPoliteness(Protocol):

@@ -1,13 +1,10 @@
-"""Chromium for rendering: default launch options and the start-up check (CONTRACT §2).
+"""Chromium for rendering: default launch options and the start-up check (docs/rendering.md).
 
-``launch_options`` puts Debian's Chromium (``/usr/bin/chromium``, STACK §2) and
-its flags under whatever the user set in ``PLAYWRIGHT_LAUNCH_OPTIONS``.
-``check_browser`` launches the configured browser once, in a worker thread with
-Playwright's sync API, and closes it again: a browser that cannot start is a
-``ConfigError`` naming ``PLAYWRIGHT_LAUNCH_OPTIONS`` and the executable, raised
-before any request — not a crawl of failed pages that exits 0 (STACK §2).
-A remote browser (``PLAYWRIGHT_CDP_URL``/``PLAYWRIGHT_CONNECT_URL``) is not
-checked here. One check per process and configuration: the result is cached.
+``launch_options`` puts Debian's Chromium and its flags under whatever the user set in
+``PLAYWRIGHT_LAUNCH_OPTIONS``. ``check_browser`` launches the browser once per process
+and configuration and closes it again: without it, scrapy-playwright would fail each
+page and the crawl would still exit 0, so a browser that cannot start is a
+``ConfigError`` naming ``PLAYWRIGHT_LAUNCH_OPTIONS`` and the executable.
 """
 
 from __future__ import annotations
@@ -26,7 +23,8 @@ logger = logging.getLogger(__name__)
 
 SETTING = "PLAYWRIGHT_LAUNCH_OPTIONS"
 DEFAULT_EXECUTABLE = "/usr/bin/chromium"
-# STACK §2: the flags that ran Debian's Chromium headless as root in a container.
+# Flags that run Debian's Chromium headless as root in a container (Playwright adds most
+# of them itself; --disable-quic it does not).
 DEFAULT_ARGS = (
     "--headless=new",
     "--no-sandbox",

@@ -1,14 +1,8 @@
-"""The render policy's pure parts: meta keys, the ``renderEscalation`` record, SPEC §4's texts.
+"""The render policy's pure parts: the ``renderEscalation`` record and the render warnings.
 
-The meta keys are shared by the render middleware and the page guard
-(``traverse_crawl.rendering``); declared here, neither imports the other for them.
-
-``judge()`` decides what the response of a rendered attempt means (SPEC §11), so
-each branch is tested without a browser. ``escalation()`` builds the object the
-manifest carries in ``fetch.renderEscalation`` (CONTRACT §3), with SPEC §11's
-outcomes. The warning texts are normative (CONTRACT §2), including Traverse's
-wording ("SourceConfig.render"), so a consumer matching them on Traverse's
-manifests matches ours. Imports nothing from Scrapy.
+``judge()`` decides what the response of a rendered attempt means, so each branch
+is tested without a browser; ``escalation()`` builds the manifest's
+``fetch.renderEscalation`` (docs/rendering.md). Imports nothing from Scrapy.
 """
 
 from __future__ import annotations
@@ -20,19 +14,10 @@ from traverse_crawl.errors import ErrorKind, FetchError
 from traverse_crawl.rendering import shell
 from traverse_crawl.snapshots.model import decode_text, resolve_content_type
 
-# Meta keys of a rendered page request (documented in traverse_crawl.rendering.middleware).
-RENDER = "traverse_render"
-FALLBACK = "traverse_render_fallback"
-FINAL = "traverse_render_final"
-ESCALATION = "traverse_render_escalation"
-# Set by the page guard (the browser side), read by the render middleware.
-GUARD_KEY = "traverse_render_guard"
-HANDOFF = "traverse_render_handoff"
-DENIED = "traverse_render_denied"
-FAILED = "traverse_render_failed"
-
 Outcome = Literal["not-needed", "rendered", "render-failed-fallback"]
 
+# Traverse's texts, its wording ("SourceConfig.render") included, so a consumer
+# matching them on Traverse's manifests matches ours.
 REVALIDATE_WARNING = (
     "revalidation has no effect for a rendered fetch (SourceConfig.render is true); "
     "no conditional GET is sent and no HTTP validators are captured"
@@ -44,13 +29,13 @@ RETRIES_WARNING = (
 
 
 def always_warnings(revalidate: bool, retries_set: bool) -> list[str]:
-    """SPEC §4's render-only warnings, on every page of an ``always`` crawl."""
+    """Traverse's render-only warnings, on every page of an ``always`` crawl."""
     warnings = [(REVALIDATE_WARNING, revalidate), (RETRIES_WARNING, retries_set)]
     return [warning for warning, applies in warnings if applies]
 
 
 def networkidle_warning(budget_ms: int) -> str:
-    """forage's warning for a page taken before its network went idle (SPEC §18.6)."""
+    """forage's warning for a page taken before its network went idle."""
     return f"render: networkidle fallback used after {budget_ms}ms"
 
 
@@ -75,7 +60,7 @@ def escalation(
 
 @dataclass(frozen=True)
 class Verdict:
-    """What a rendered attempt's response means (SPEC §11).
+    """What a rendered attempt's response means.
 
     ``kind``: ``rendered`` (the DOM is the page's snapshot), ``as-fetched`` (a
     document that is not HTML, captured as the server sent it) or ``failed``
@@ -131,8 +116,8 @@ def shell_signals(
     not_modified: bool = False,
 ) -> shell.ShellSignals | None:
     """The shell signals of an ``on-shell-warning`` page's plain response, when it
-    is to be rendered: a 2xx HTML page that ``core.shell`` calls a JavaScript
-    shell. A trustworthy 304 (``not_modified``) never renders (SPEC §11)."""
+    is to be rendered: a 2xx HTML page that ``rendering/shell.py`` calls a JavaScript
+    shell. A trustworthy 304 (``not_modified``) never renders, as in Traverse."""
     if not 200 <= status < 300 or not_modified:
         return None
     if resolve_content_type(content_type, hint) != "html":

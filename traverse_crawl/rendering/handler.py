@@ -1,10 +1,10 @@
-"""scrapy-playwright's download handler over the project's exact-target handler (issue 11).
+"""scrapy-playwright's download handler over the project's exact-target handler.
 
 The render add-on installs it when pages are rendered. A request without
 ``meta["playwright"]`` (robots.txt, a page not escalated) goes through
 scrapy-playwright's ``super().download_request``, which is here the exact-target
-handler, so its request target is the URL's path and query as they are (issue 11).
-A rendered page is requested by Chromium, which serialises the URL itself.
+handler, so its request target is the URL's path and query as they are
+(docs/architecture.md, "URLs on the wire"). Chromium requests a rendered page.
 """
 
 from __future__ import annotations

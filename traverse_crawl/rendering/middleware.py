@@ -1,52 +1,11 @@
-"""Render pages in Chromium through scrapy-playwright (SPEC §11, CONTRACT §2, issue 5).
+"""Render pages in Chromium through scrapy-playwright: the ``TRAVERSE_RENDER`` policy.
 
-``RenderAddon`` (``traverse_crawl.rendering.addon``) adds this middleware to
-``DOWNLOADER_MIDDLEWARES`` at 540 only when pages are rendered, so it imports
-Playwright at the top: a crawl that never renders never imports this module.
-``TRAVERSE_RENDER`` applies to every page of the crawl:
-
-- ``never``: this middleware is not installed (and the add-on installs no browser).
-- ``always``: every page request is a rendered attempt.
-- ``on-shell-warning``: a plain attempt first; when its final response is a 2xx
-  HTML page that ``core.shell`` calls a JavaScript shell, one rendered attempt of
-  its final URL follows, as a new request that passes egress, robots and
-  politeness again. If that attempt fails, the plain response is kept.
-
-At 540, ``process_request`` runs after egress (90) and robots (100) and marks a
-rendered attempt for scrapy-playwright (the page guard, ``rendering.pageguard``,
-answers every browser request). Rendered attempts are not retried (``dont_retry``;
-SPEC §11: the renderer is never retried).
-``process_response`` runs after redirect (600) and retry (550) are done with a
-response, so it sees the final plain response of a page.
-
-A rendered response becomes UTF-8 HTML without ``ETag``/``Last-Modified`` (the
-validators describe the wire bytes, not the DOM) and keeps scrapy-playwright's
-``playwright`` flag, from which the spider records ``rendered: true``. A navigation
-the page guard handed back (a redirect, a non-2xx status, a document that is not
-HTML) continues as the plain response it is: Scrapy's redirect middleware follows
-a redirect (robots, egress and politeness per hop). ``core.render.judge`` decides
-the rest: a non-HTML 2xx is captured as fetched, a non-2xx status is ``http-error``,
-a failed or timed-out render ``render-error``, a page over ``DOWNLOAD_MAXSIZE``
-``too-large``.
-
-``fetch.renderEscalation`` (meta ``traverse_render_escalation``, read by the spider)
-has SPEC §11's outcomes ``not-needed``, ``rendered`` and ``render-failed-fallback``;
-as in Traverse, an ``always`` page that failed carries none.
-
-Settings: ``TRAVERSE_RENDER``, ``TRAVERSE_RENDER_WAIT_FOR`` (a CSS selector, checked at
-start-up), ``DOWNLOAD_TIMEOUT`` (the whole rendered attempt), ``DOWNLOAD_MAXSIZE``, ``USER_AGENT``,
-``TRAVERSE_EGRESS_*``, ``PLAYWRIGHT_ABORT_REQUEST`` (honoured after egress).
-Meta keys (``core.render``): ``traverse_render`` (this attempt is rendered),
-``traverse_render_fallback`` (the plain response kept for on-shell-warning),
-``traverse_render_final`` (this attempt's outcome is settled),
-``traverse_render_escalation``, and the page guard's ``traverse_render_guard``,
-``traverse_render_handoff``, ``traverse_render_denied``, ``traverse_render_failed``;
-scrapy-playwright's ``playwright``, ``playwright_context``, ``playwright_context_kwargs``,
-``playwright_page_init_callback``, ``playwright_page_goto_kwargs``,
-``playwright_page_methods``; Scrapy's ``dont_retry``, ``dont_redirect``.
-Stats: ``render/attempts``, ``render/rendered``, ``render/shell_detected``,
-``render/failed``, ``render/fallback``, ``render/handed_back``, ``render/not_html``,
-and the page guard's.
+The add-on's render part (``rendering/addon.py``) adds this middleware at 540 only when
+pages are rendered, so it imports Playwright at the top: a crawl that never renders never
+imports this module. Under ``always`` every page request is a rendered attempt; under
+``on-shell-warning`` a plain attempt comes first, and a JavaScript shell gets one
+rendered attempt of its final URL, the plain response kept if that fails. Its meta keys
+and stats are listed in docs/rendering.md.
 """
 
 from __future__ import annotations
@@ -66,36 +25,38 @@ from scrapy_playwright.page import PageMethod
 
 from traverse_crawl.config.settings import get_config
 from traverse_crawl.errors import FetchError
-from traverse_crawl.fetch.attempt import SNAPSHOT, drop_validators, next_attempt
+from traverse_crawl.fetch.attempt import drop_validators, next_attempt
 from traverse_crawl.fetch.exceptions import PageFailed, RenderWaitTimeout
+from traverse_crawl.meta_keys import (
+    HINT,
+    PAGE_ID,
+    RENDER,
+    RENDER_DENIED,
+    RENDER_ESCALATION,
+    RENDER_FAILED,
+    RENDER_FALLBACK,
+    RENDER_FINAL,
+    RENDER_GUARD,
+    RENDER_HANDOFF,
+    ROBOTS,
+    SNAPSHOT,
+    WARNINGS,
+)
 from traverse_crawl.politeness.redirect_middleware import RedirectMiddleware
 from traverse_crawl.rendering import navigation, pageguard
-from traverse_crawl.rendering.escalation import (
-    DENIED,
-    ESCALATION,
-    FAILED,
-    FALLBACK,
-    FINAL,
-    GUARD_KEY,
-    HANDOFF,
-    RENDER,
-    always_warnings,
-    escalation,
-    judge,
-    shell_signals,
-)
+from traverse_crawl.rendering.escalation import always_warnings, escalation, judge, shell_signals
 from traverse_crawl.rendering.response import as_rendered_html, freeze, thaw, utf8_body
 from traverse_crawl.stats import inc
 
 logger = logging.getLogger(__name__)
 
-PROJECT = SETTINGS_PRIORITIES["project"]
+ADDON = SETTINGS_PRIORITIES["addon"]
 # The browser context every rendered page opens in.
 CONTEXT = "traverse"
 
 
 def is_page(meta: dict[str, Any]) -> bool:
-    return "traverse_page_id" in meta and not meta.get("traverse_robots")
+    return PAGE_ID in meta and not meta.get(ROBOTS)
 
 
 class RenderMiddleware:
@@ -120,8 +81,8 @@ class RenderMiddleware:
             keep_navigation=config.mode == "capture" and bool(config.warc_dir),
         )
         self.guard.register()
-        # Retries count as set when the user set them, above the project default.
-        retries_set = (crawler.settings.getpriority("RETRY_TIMES") or 0) > PROJECT
+        # Retries count as set when the user set them, over the add-on's default.
+        retries_set = (crawler.settings.getpriority("RETRY_TIMES") or 0) > ADDON
         self.always_warnings = always_warnings(config.revalidate, retries_set)
         # Follows a navigation the page started on its own (see _rendered).
         self.redirect = RedirectMiddleware(crawler)
@@ -145,15 +106,18 @@ class RenderMiddleware:
     # -- requests -------------------------------------------------------------
 
     def process_request(self, request: Request) -> None:
+        # At 540: after egress (90) and robots (100). A rendered attempt is marked for
+        # scrapy-playwright (the page guard answers every browser request) and is not
+        # retried: as in Traverse, the renderer is never retried.
         meta = request.meta
         if not is_page(meta):
             return
         if self.policy == "always":
             meta.setdefault(RENDER, True)
-            warnings: list[str] = meta.setdefault("traverse_warnings", [])
+            warnings: list[str] = meta.setdefault(WARNINGS, [])
             warnings.extend(w for w in self.always_warnings if w not in warnings)
         if not meta.get(RENDER):
-            meta[ESCALATION] = escalation(self.policy, False, False, "not-needed")
+            meta[RENDER_ESCALATION] = escalation(self.policy, False, False, "not-needed")
             return
         inc(self.crawler.stats, "render/attempts")
         meta.update(
@@ -168,7 +132,7 @@ class RenderMiddleware:
                     "timeout": self.timeout_ms,
                 },
                 "playwright_page_methods": [PageMethod(pageguard.settle, self.guard.key)],
-                GUARD_KEY: self.guard.key,
+                RENDER_GUARD: self.guard.key,
                 "dont_retry": True,
             }
         )
@@ -176,8 +140,10 @@ class RenderMiddleware:
     # -- responses ------------------------------------------------------------
 
     def process_response(self, request: Request, response: Response) -> Request | Response:
+        # Runs after redirect (600) and retry (550) are done with a response, so it
+        # sees the final plain response of a page.
         meta = request.meta
-        if not is_page(meta) or meta.get(FINAL):
+        if not is_page(meta) or meta.get(RENDER_FINAL):
             return response
         if meta.get(RENDER):
             return self._rendered(request, response)
@@ -186,8 +152,14 @@ class RenderMiddleware:
         return response
 
     def _rendered(self, request: Request, response: Response) -> Request | Response:
+        # A rendered response becomes UTF-8 HTML without ETag/Last-Modified (they
+        # describe the server's bytes, not the DOM) and keeps scrapy-playwright's
+        # ``playwright`` flag, from which the spider records ``rendered: true``. A
+        # navigation the page guard handed back (a redirect, a non-2xx status, a
+        # document that is not HTML) continues as the plain response it is: Scrapy's
+        # redirect middleware follows a redirect (robots, egress, politeness per hop).
         meta = request.meta
-        handoff = meta.pop(HANDOFF, None)
+        handoff = meta.pop(RENDER_HANDOFF, None)
         if handoff is not None:
             # The page navigated itself away (a script or meta refresh) after it
             # loaded; the redirect middleware has already run, so it is asked here.
@@ -204,20 +176,20 @@ class RenderMiddleware:
             response.status,
             rendered=rendered,
             location=location.decode("latin-1") if location else None,
-            escalated=FALLBACK in meta,
+            escalated=RENDER_FALLBACK in meta,
             size=len(body),
             maxsize=self.maxsize,
         )
         if verdict.error is not None:
             return self._fail(request, verdict.error)
-        meta[FINAL] = True
+        meta[RENDER_FINAL] = True
         if verdict.kind == "as-fetched":
             # The navigation's own response, handed back by the page guard.
             inc(self.crawler.stats, "render/not_html")
-            meta[ESCALATION] = escalation(self.policy, False, False, "not-needed")
+            meta[RENDER_ESCALATION] = escalation(self.policy, False, False, "not-needed")
             return response
         inc(self.crawler.stats, "render/rendered")
-        meta[ESCALATION] = escalation(
+        meta[RENDER_ESCALATION] = escalation(
             self.policy, self.policy == "on-shell-warning", True, "rendered"
         )
         return as_rendered_html(response, body, request.url)
@@ -230,7 +202,7 @@ class RenderMiddleware:
             response.status,
             header.decode("latin-1") if header else None,
             response.body,
-            hint=meta.get("traverse_hint"),
+            hint=meta.get(HINT),
             not_modified=isinstance(snapshot, dict) and bool(snapshot.get("notModified")),
         )
         if signals_ is None:
@@ -240,14 +212,14 @@ class RenderMiddleware:
         # A new attempt: nothing of the plain one's (backoff deadline, retries, ...).
         new_meta = next_attempt(meta)
         new_meta[RENDER] = True
-        new_meta[FALLBACK] = freeze(response)
+        new_meta[RENDER_FALLBACK] = freeze(response)
         # The rendered attempt's warnings are its own; a fallback restores these.
-        new_meta["traverse_warnings"] = list(meta.get("traverse_warnings") or [])
-        new_meta[FALLBACK]["warnings"] = list(new_meta["traverse_warnings"])
+        new_meta[WARNINGS] = list(meta.get(WARNINGS) or [])
+        new_meta[RENDER_FALLBACK]["warnings"] = list(new_meta[WARNINGS])
         # The plain attempt already followed the redirects to this URL; a redirect
         # now fails the render, and the plain page is kept.
         new_meta["dont_redirect"] = True
-        new_meta.pop(ESCALATION, None)
+        new_meta.pop(RENDER_ESCALATION, None)
         headers = request.headers.copy()
         drop_validators(headers)
         return request.replace(url=response.url, meta=new_meta, headers=headers, dont_filter=True)
@@ -256,13 +228,15 @@ class RenderMiddleware:
 
     def process_exception(self, request: Request, exception: Exception) -> Response | None:
         meta = request.meta
-        if not is_page(meta) or meta.get(FINAL):
+        if not is_page(meta) or meta.get(RENDER_FINAL):
             return None
         if not meta.get(RENDER):
             if self.policy == "on-shell-warning":
-                meta.setdefault(ESCALATION, escalation(self.policy, False, False, "not-needed"))
+                meta.setdefault(
+                    RENDER_ESCALATION, escalation(self.policy, False, False, "not-needed")
+                )
             return None
-        handoff = meta.pop(HANDOFF, None)
+        handoff = meta.pop(RENDER_HANDOFF, None)
         if handoff is not None:
             inc(self.crawler.stats, "render/handed_back")
             return thaw(handoff, request)
@@ -272,12 +246,12 @@ class RenderMiddleware:
         meta = request.meta
         if isinstance(exception, PageFailed):
             return exception.error
-        denied = meta.pop(DENIED, None)
+        denied = meta.pop(RENDER_DENIED, None)
         if denied is not None:
             return FetchError.from_dict(denied)
         if isinstance(exception, RenderWaitTimeout):
             return FetchError("render-error", f"render of {request.url}: {exception}")
-        reason = meta.pop(FAILED, None)
+        reason = meta.pop(RENDER_FAILED, None)
         if isinstance(exception, PlaywrightTimeoutError) or (reason and "Timeout" in reason):
             return FetchError(
                 "render-error", f"render of {request.url} timed out after {self.timeout_ms}ms"
@@ -290,11 +264,13 @@ class RenderMiddleware:
         meta = request.meta
         inc(self.crawler.stats, "render/failed")
         logger.debug("render failed: %s (%s)", request.url, error.message)
-        meta[FINAL] = True
-        plain = meta.get(FALLBACK)
+        meta[RENDER_FINAL] = True
+        plain = meta.get(RENDER_FALLBACK)
         if plain is None:
             raise PageFailed(error)
         inc(self.crawler.stats, "render/fallback")
-        meta[ESCALATION] = escalation(self.policy, True, True, "render-failed-fallback", error)
-        meta["traverse_warnings"] = list(plain.get("warnings", []))
+        meta[RENDER_ESCALATION] = escalation(
+            self.policy, True, True, "render-failed-fallback", error
+        )
+        meta[WARNINGS] = list(plain.get("warnings", []))
         return thaw(plain, request)

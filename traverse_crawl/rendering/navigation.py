@@ -1,19 +1,10 @@
-"""A rendered page's navigation, fetched with the exact request target (issue 11).
+"""A rendered page's navigation, fetched with the exact request target.
 
-The page guard answers the navigation (the first main-frame request) itself. It
-used to fetch it with Playwright's request context, from Chromium's URL: Chromium
-re-serialises the URL (``|`` in a path becomes ``%7C``) and Playwright's fetch,
-Node's ``http.request``, sends ``pathname + search``, which drops an empty ``?``.
-:class:`Navigator` fetches it instead with the project's exact-target handler
-(``wire.ExactTargetDownloadHandler``, its own connection pool) at the URL the
-Scrapy request holds, with the browser's headers, so the server sees the same
-request target as for a page that is not rendered.
-
-The body is decoded as Scrapy decodes a page's (its ``HttpCompressionMiddleware``,
-which also sets ``Accept-Encoding`` in place of the browser's), so the browser
-gets the document, not its transfer encoding (Playwright's fetch decoded it
-too); the WARC writer gets the headers and body as received, before decoding.
-``DOWNLOAD_MAXSIZE`` and the attempt's remaining time bound the fetch.
+Chromium re-serialises a URL (``|`` in a path becomes ``%7C``) and Playwright's fetch
+sends ``pathname + search``, which drops an empty ``?``. So the page guard has
+:class:`Navigator` fetch the navigation with the exact-target handler at the URL the
+Scrapy request holds, with the browser's headers: the server sees the same request
+target as for a page that is not rendered (docs/rendering.md).
 """
 
 from __future__ import annotations
@@ -42,7 +33,7 @@ class Answer:
     status: int
     headers: list[tuple[str, str]]
     body: bytes
-    # Before decoding, for the WARC writer (CONTRACT §8: the payload as received).
+    # Before decoding, for the WARC writer: its records hold the payload as received.
     wire_headers: list[tuple[str, str]] = field(default_factory=list)
     wire_body: bytes = b""
 
@@ -74,6 +65,10 @@ class Navigator:
         crawler.signals.connect(self.close, signal=signals.engine_stopped)
 
     async def fetch(self, url: str, headers: dict[str, str], timeout_ms: float) -> Answer:
+        """The body decoded as Scrapy decodes a page's (its ``HttpCompressionMiddleware``,
+        which also sets ``Accept-Encoding`` in place of the browser's), so the browser
+        gets the document, not its transfer encoding; the WARC writer gets the headers
+        and body as received. DOWNLOAD_MAXSIZE and the attempt's time left bound it."""
         request = WhatwgRequest(
             url,
             headers={k: v for k, v in headers.items() if k.lower() not in _NOT_SENT},

@@ -1,41 +1,11 @@
 """The browser side of rendering: what a rendered page may fetch, and when it is taken.
 
-scrapy-playwright calls :func:`init_page` (meta ``playwright_page_init_callback``)
-for every rendered request, after creating the page and before navigating. It
-installs one route for every request the page makes, and the route answers each
-request itself — the browser's own network stack never sends anything:
-
-- **Egress** (CONTRACT §2): every URL is checked with ``core.egress.check_url``
-  (unless ``TRAVERSE_EGRESS_GUARD`` is off); a refused one is aborted before
-  anything is sent, and so is a URL whose host does not resolve.
-- **Redirects** are never left to the browser, which would follow them without
-  asking the route again (Playwright: "the handler will only be called for the
-  first url if the response is a redirect"). Each request is fetched with
-  ``max_redirects=0``; a sub-resource's redirect hops are followed here, each hop
-  checked, and the final answer is fulfilled.
-- **The navigation** (the first main-frame request) is fetched without redirects
-  too, by ``navigation.Navigator``: at the Scrapy request's URL with the exact
-  request target (issue 11), not at Chromium's serialisation of it. A redirect,
-  a status outside 2xx or a document that is not HTML is handed back to Scrapy
-  instead of being rendered (meta ``traverse_render_handoff``): the
-  render middleware turns it into a plain response, so Scrapy's redirect
-  middleware follows the hop with robots, egress and politeness, and a PDF is
-  captured as a PDF. A later main-frame navigation the page starts by itself
-  (a script or meta refresh) is stopped and handed back the same way, as a
-  redirect to its target (:class:`ClientRedirect`): robots.txt, egress and
-  politeness see that hop too, and the document that navigated away is not taken.
-- WebSockets are closed before they connect; service workers are blocked
-  (context option); anything no page route answers (popups) is aborted by a
-  route on the browser context.
-
-:func:`settle` (a ``PageMethod``) decides when the page is taken
-(``rendering.settle``).
-
-Meta keys: ``traverse_render_guard`` (read: which :class:`PageGuard`),
-``traverse_render_handoff``, ``traverse_render_denied`` and
-``traverse_render_failed`` (set for the render middleware), ``traverse_warnings`` (appended to).
-Stats: ``render/egress_blocked``, ``render/client_redirects``, ``render/popup_blocked``,
-``render/websocket_closed``, ``render/aborted_by_setting``.
+scrapy-playwright calls :func:`init_page` for every rendered request before it
+navigates. It installs one route that answers every request the page makes itself,
+so the browser's own network stack never sends anything: each URL passes the egress
+guard, redirects are never left to the browser, and the navigation is fetched at the
+Scrapy request's URL (docs/rendering.md, "What the browser may do"). :func:`settle`
+decides when the page is taken.
 """
 
 from __future__ import annotations
@@ -62,12 +32,18 @@ from traverse_crawl.egress import rules as egress
 from traverse_crawl.errors import FetchError
 from traverse_crawl.fetch import urls
 from traverse_crawl.fetch.attempt import CONDITIONAL_HEADERS
-from traverse_crawl.rendering.escalation import DENIED, FAILED, GUARD_KEY, HANDOFF
+from traverse_crawl.meta_keys import (
+    RENDER_DENIED,
+    RENDER_FAILED,
+    RENDER_GUARD,
+    RENDER_HANDOFF,
+    WARC_NAVIGATION,
+)
 from traverse_crawl.rendering.navigation import Navigator
 from traverse_crawl.rendering.settle import PageState, settle_page
 from traverse_crawl.snapshots.model import resolve_content_type
 from traverse_crawl.stats import Stats, inc
-from traverse_crawl.warc.records import NAVIGATION, navigation_record
+from traverse_crawl.warc.records import navigation_record
 
 logger = logging.getLogger(__name__)
 
@@ -181,7 +157,7 @@ class PageGuard:
                 inc(self.stats, "render/egress_blocked")
                 logger.debug("render: refused %s (%s)", request.url, refusal.message)
                 if main and not state.navigated:
-                    state.meta[DENIED] = refusal.to_dict()
+                    state.meta[RENDER_DENIED] = refusal.to_dict()
                 await route.abort("blockedbyclient")
                 return
             if self.abort_request is not None:
@@ -198,20 +174,25 @@ class PageGuard:
                 await self._fetch(state, route)
         except Exception as exc:  # the I/O edge: a request that fails is aborted
             logger.debug("render: %s failed: %s", request.url, exc)
-            if route.request.is_navigation_request() and HANDOFF not in state.meta:
+            if route.request.is_navigation_request() and RENDER_HANDOFF not in state.meta:
                 # The browser would only say net::ERR_FAILED; keep the reason.
                 text = str(exc).strip() or type(exc).__name__
-                state.meta.setdefault(FAILED, text.splitlines()[0])
+                state.meta.setdefault(RENDER_FAILED, text.splitlines()[0])
             with suppress(PlaywrightError):
                 await route.abort("failed")
 
     async def _navigate(self, state: PageState, route: Route) -> None:
+        # The navigation (the first main-frame request) is fetched without redirects.
+        # A redirect, a status outside 2xx or a document that is not HTML is handed back
+        # to Scrapy instead of being rendered: the render middleware turns it into a
+        # plain response, so Scrapy's redirect middleware follows the hop with robots,
+        # egress and politeness, and a PDF is captured as a PDF.
         request = route.request
         if state.navigated:
             # A script or meta-refresh navigation: stopped here and handed back to
             # Scrapy as a redirect, so robots, egress and politeness see the hop.
             inc(self.stats, "render/client_redirects")
-            state.meta.setdefault(HANDOFF, _redirect_to(request.url))
+            state.meta.setdefault(RENDER_HANDOFF, _redirect_to(request.url))
             state.redirected.set()
             # A 204 answer to a navigation leaves the document in place (no error page).
             await route.fulfill(status=204, body=b"")
@@ -224,15 +205,19 @@ class PageGuard:
             record = navigation_record(
                 answer.url, answer.status, answer.wire_headers, answer.wire_body
             )
-            state.meta[NAVIGATION] = record
+            state.meta[WARC_NAVIGATION] = record
         content_type = answer.header("content-type")
         if 200 <= answer.status < 300 and resolve_content_type(content_type) == "html":
             await route.fulfill(status=answer.status, headers=answer.fulfilled(), body=answer.body)
             return
-        state.meta[HANDOFF] = answer.handoff()
+        state.meta[RENDER_HANDOFF] = answer.handoff()
         await route.abort("blockedbyclient")
 
     async def _fetch(self, state: PageState, route: Route) -> None:
+        # The browser would follow a redirect without asking the route again
+        # (Playwright: "the handler will only be called for the first url if the
+        # response is a redirect"), so a sub-resource's hops are followed here, each
+        # hop checked, and the final answer is fulfilled.
         request = route.request
         url = request.url
         response: APIResponse = await route.fetch(max_redirects=0, timeout=state.remaining_ms())
@@ -286,7 +271,7 @@ async def init_page(page: Page, request: Any) -> None:
     a page that could not be guarded is closed: its navigation then fails.
     """
     try:
-        guard = GUARDS[request.meta[GUARD_KEY]]
+        guard = GUARDS[request.meta[RENDER_GUARD]]
         await guard.init_page(page, request.meta, request.url)
     except BaseException:
         with suppress(PlaywrightError):

@@ -43,13 +43,13 @@ def thaw(data: dict[str, Any], request: Request) -> Response:
 
 def utf8_body(response: Response) -> bytes:
     # scrapy-playwright encodes the DOM in the page's declared charset; the spider
-    # reads a rendered body as UTF-8 (SPEC §11: the renderer returns a string).
+    # reads a rendered body as UTF-8, as Traverse does (its renderer returns a string).
     return response.text.encode("utf-8") if isinstance(response, TextResponse) else response.body
 
 
 def as_rendered_html(response: Response, body: bytes, url: str) -> Response:
     """The DOM as the page's body, at ``url``: the URL Scrapy asked for, byte for
-    byte, rather than Chromium's serialisation of it (issue 11). A page that
+    byte, rather than Chromium's serialisation of it (navigation.py). A page that
     navigates itself away is handed back as a redirect, so the DOM is ``url``'s."""
     headers = response.headers.copy()
     for name in _NOT_RENDERED:

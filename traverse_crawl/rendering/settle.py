@@ -1,11 +1,9 @@
 """Taking a rendered page: when it is ready, and the state of one rendered attempt.
 
-:func:`settle_page` (run by the page guard's ``settle`` ``PageMethod``) takes the
-page once ``TRAVERSE_RENDER_WAIT_FOR`` is attached to the DOM, else once the
-network is idle, both within ``DOWNLOAD_TIMEOUT`` from the start of the attempt. A page
-that never goes idle is taken anyway, with the warning
-``render: networkidle fallback used after <ms>ms`` (forage's, SPEC §18.6); a
-selector that never appears fails the render.
+:func:`settle_page` takes the page once ``TRAVERSE_RENDER_WAIT_FOR`` is attached to
+the DOM, else once the network is idle, both within ``DOWNLOAD_TIMEOUT`` from the start
+of the attempt; a page that never goes idle is taken anyway, with forage's warning
+(docs/rendering.md, "When a page is taken").
 """
 
 from __future__ import annotations
@@ -22,7 +20,8 @@ from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from traverse_crawl.errors import FetchError
 from traverse_crawl.fetch.exceptions import ClientRedirect, RenderWaitTimeout
-from traverse_crawl.rendering.escalation import HANDOFF, networkidle_warning
+from traverse_crawl.meta_keys import RENDER_HANDOFF, WARNINGS
+from traverse_crawl.rendering.escalation import networkidle_warning
 
 
 @dataclass
@@ -32,7 +31,7 @@ class PageState:
     meta: dict[str, Any]
     deadline: float
     api: APIRequestContext
-    url: str  # the Scrapy request's, as it is (issue 11)
+    url: str  # the Scrapy request's, byte for byte (navigation.py)
     navigated: bool = False
     redirected: asyncio.Event = field(default_factory=asyncio.Event)
     verdicts: dict[str, FetchError | None] = field(default_factory=dict)
@@ -41,7 +40,7 @@ class PageState:
         return max(1.0, (self.deadline - time.monotonic()) * 1000)
 
     def warn(self, warning: str) -> None:
-        warnings: list[str] = self.meta.setdefault("traverse_warnings", [])
+        warnings: list[str] = self.meta.setdefault(WARNINGS, [])
         if warning not in warnings:
             warnings.append(warning)
 
@@ -61,12 +60,12 @@ async def settle_page(page: Page, state: PageState, timeout: float, wait_for: st
     finally:
         for task in (waiting, redirected):
             task.cancel()
-    if HANDOFF in state.meta:
+    if RENDER_HANDOFF in state.meta:
         # Navigated away: the document is not taken, the handoff is followed.
         # Closed first, so scrapy-playwright neither waits for a "load" that
         # never comes after a navigation during parsing, nor logs a traceback.
         await _close(page)
-        raise ClientRedirect(state.meta[HANDOFF]["headers"][0][1])
+        raise ClientRedirect(state.meta[RENDER_HANDOFF]["headers"][0][1])
     try:
         waiting.result()
     except RenderWaitTimeout:

@@ -1,33 +1,10 @@
-"""The JavaScript-shell heuristic of ``TRAVERSE_RENDER=on-shell-warning`` (SPEC §11).
+"""The JavaScript-shell heuristic of ``TRAVERSE_RENDER=on-shell-warning``.
 
-A page is a *shell* — HTML that shows its content only after its scripts run —
-when all of these hold (Traverse's ``detectJsShell`` thresholds):
-
-1. its prepared text is shorter than 600 characters, **and**
-2. prepared text / raw HTML < 0.08, **and**
-3. ``<script>`` blocks make up at least 45 % of the raw HTML, **or** a client-render
-   mount (an element with id ``root``, ``__next`` or ``app``) is empty, **and**
-4. no embedded state can be harvested from it.
-
-Definitions used here (docs/rendering.md):
-
-- *raw HTML*: the decoded text of the response, measured in characters.
-- *prepared text*: the visible text. The document is parsed with lxml; comments
-  and the subtrees of ``head``, ``script``, ``style``, ``noscript``, ``template``,
-  ``svg``, ``math``, ``iframe`` and ``object`` are dropped, and whitespace runs in
-  what is left are collapsed to one space. Traverse measures its Markdown
-  rendering instead, which also drops nav/header/footer/aside/form; ours keeps
-  those, since they are visible.
-- *script characters*: the characters from each ``<script`` to its ``</script>``
-  (the rest of the document when it is not closed), found by a linear scan.
-- *empty mount*: an element with id ``root``, ``__next`` or ``app`` that has no
-  child element and no text but whitespace (Traverse looks at ``<div>`` only).
-- *embedded state*: a parsable JSON-LD block (``<script type="application/ld+json">``),
-  a parsable Next.js ``<script id="__NEXT_DATA__">``, or a parsable JSON object or
-  array assigned to ``__INITIAL_STATE__`` / ``__PRELOADED_STATE__`` in an inline
-  script. Blocks over 256 000 characters are ignored, as in Traverse.
-
-Pure: imports nothing from Scrapy, never raises on any input.
+A page is a *shell*, HTML that shows its content only after its scripts run, when
+(Traverse's ``detectJsShell`` thresholds) its prepared text is under 600 characters
+and under 0.08 of the raw HTML, its ``<script>`` blocks are at least 45 % of the raw
+HTML or a client-render mount is empty, and no embedded state can be harvested. The
+definitions are in docs/rendering.md. Pure: never raises on any input.
 """
 
 from __future__ import annotations
@@ -106,10 +83,12 @@ def is_shell(raw_html: str) -> bool:
 
 
 def prepared_text(root: etree._Element) -> str:
-    """The visible text of a parsed document, whitespace collapsed (module docstring).
+    """The visible text of a parsed document, whitespace collapsed (the *prepared text*).
 
-    Drops the invisible subtrees from ``root`` in place; their tails stay, since
-    text after a ``<script>`` is visible.
+    Drops the invisible subtrees (comments are gone already) from ``root`` in place;
+    their tails stay, since text after a ``<script>`` is visible. Traverse measures
+    its Markdown rendering instead, which also drops nav/header/footer/aside/form;
+    ours keeps those, since they are visible.
     """
     etree.strip_elements(root, *_INVISIBLE, with_tail=False)
     return _WHITESPACE.sub(" ", " ".join(root.itertext())).strip()
@@ -142,6 +121,8 @@ def script_chars(raw_html: str) -> int:
 
 
 def _has_empty_mount(root: etree._Element) -> bool:
+    # Any element with a mount id, no child element and only whitespace text
+    # (Traverse looks at <div> only).
     for element in root.iter():
         if not isinstance(element.tag, str) or element.get("id") not in MOUNT_IDS:
             continue
@@ -152,6 +133,9 @@ def _has_empty_mount(root: etree._Element) -> bool:
 
 
 def _has_embedded_state(root: etree._Element) -> bool:
+    # A parsable JSON-LD block, a parsable Next.js __NEXT_DATA__, or a parsable JSON
+    # object or array assigned to __INITIAL_STATE__ / __PRELOADED_STATE__ in an inline
+    # script; blocks over MAX_BLOCK_CHARS are ignored, as in Traverse.
     for script in root.iter("script"):
         text = (script.text or "").strip()
         if not text or len(text) > MAX_BLOCK_CHARS:

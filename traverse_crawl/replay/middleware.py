@@ -1,50 +1,11 @@
-"""Replay mode: every page from the snapshot store, no network at all (SPEC §13.6, CONTRACT §5).
+"""Replay mode: every page from the snapshot store, no network at all (docs/snapshots.md, "Replay").
 
-Enabled only when ``TRAVERSE_MODE`` is ``replay``; reads ``TRAVERSE_STORE``.
-At priority 50 it answers every request before any other middleware acts, so
-in replay no request reaches a download handler: no DNS look-up, no socket,
-no robots.txt, no politeness delay, no browser. The project's middlewares that
-only act on a download (egress, robots, retry, redirect, revalidate,
-politeness) are not installed in replay at all (``NotConfigured``). A page request (one with
-``traverse_page_id``) is answered with its latest snapshot (SPEC §12
-``latest``) as a Response flagged ``replay``, and
-``request.meta["traverse_snapshot"]`` is that snapshot with ``fromCache: true``,
-which the spider records as it is — same ``fetchedAt``, hash and ``sourceRef``
-as when it was captured. The same BFS then runs on the replayed bodies.
-
-A sitemap file (``traverse_sitemap_id``, traverse_crawl.sitemaps.requests) is served the
-same way, under its own id.
-
-A page with no snapshot fails alone with ``no-snapshot`` (``no snapshot stored
-for sourceId "<page id>"``). A damaged (torn, corrupt) snapshot file is named:
-in the ``no-snapshot`` message when no other snapshot of the page is usable,
-else in a page warning of the page served from an older snapshot. A store that
-cannot be read at all is a ``no-snapshot`` too, with the reason appended
-(Traverse lets that exception end the crawl, SPEC §17.7; here a crawl never
-dies of a page, CONTRACT §5). Any other request (robots.txt, a stray request
-of another component) is refused with ``IgnoreRequest``. A store directory
-that does not exist never gets here: the spider records one ``invalid-config``
-page per seed instead.
-
-Read ahead (``TRAVERSE_REPLAY_READER``, on by default; issue 17, item 3): as
-each page request is scheduled (``request_scheduled``), its page id goes to a
-reader process (``replay/reader.py``, ``replay/reader_process.py``), at most
-``READ_AHEAD`` pages (and about ``READ_AHEAD_BYTES`` of answers) ahead of the
-downloader; the rest wait their turn in order.
-The reader reads the snapshot and does the page's own work — its links, its
-``sourceRef``, its ``bodySize``, the body's bytes — with the crawl's own
-functions, and the answer waits for the request. ``process_request`` then answers
-at once, or returns a future that the reader's answer resolves; the page's work
-goes to the spider as ``traverse_replay_work``. A request whose page the reader
-has not been asked for, every request once the reader is gone (killed, never
-started), and every sitemap file are read here, in the crawl, as before: the
-replay is the same either way, only slower.
-
-Meta keys: ``traverse_page_id``, ``traverse_sitemap_id`` (read),
-``traverse_snapshot``, ``traverse_replay_work`` (set), ``traverse_replay_read``
-(the reader's ``Read``, set when asked, taken in ``process_request``; None on a
-page served without it).
-Stats: ``replay/served``, ``replay/miss``, ``replay/refused``, ``replay/damaged``.
+At priority 50 it answers every request before any other middleware acts, so no
+request reaches a download handler; the middlewares that only act on a download are
+not installed in replay at all. A page request (``traverse_page_id``) or sitemap file
+(``traverse_sitemap_id``) gets its latest snapshot, flagged ``fromCache``; a page with
+none fails alone with ``no-snapshot``. With ``TRAVERSE_REPLAY_READER`` a reader
+process reads the scheduled pages ahead (``replay/reader.py``).
 """
 
 from __future__ import annotations
@@ -61,8 +22,15 @@ from scrapy.http import HtmlResponse, Response, TextResponse
 
 from traverse_crawl.config.settings import get_config
 from traverse_crawl.errors import FetchError
-from traverse_crawl.fetch.attempt import REPLAY_WORK, SNAPSHOT
 from traverse_crawl.fetch.exceptions import PageFailed
+from traverse_crawl.meta_keys import (
+    PAGE_ID,
+    REPLAY_READ,
+    REPLAY_WORK,
+    SITEMAP_ID,
+    SNAPSHOT,
+    WARNINGS,
+)
 from traverse_crawl.replay.reader import Read, ReplayReader
 from traverse_crawl.replay.reader_process import Answer
 from traverse_crawl.snapshots.model import BINARY_TYPES, MEDIA_TYPES, Snapshot, with_flags
@@ -72,10 +40,9 @@ from traverse_crawl.stats import inc
 logger = logging.getLogger(__name__)
 store_logger = logging.getLogger("traverse_crawl.snapshots.store")  # its damaged-file lines
 
-# A Content-Type that resolves back to the stored type (SPEC §9), for callbacks
+# A Content-Type that resolves back to the stored type (``resolve_content_type``), for callbacks
 # that look at the Response rather than at the snapshot.
 _CONTENT_TYPES = MEDIA_TYPES
-READ = "traverse_replay_read"
 # Pages asked of the reader and not yet taken by a request: enough to keep the
 # downloader's 16 fed while the reader runs ahead, few enough that the answers
 # held (a snapshot each) stay small however many pages are scheduled — and fewer
@@ -135,7 +102,7 @@ class ReplayMiddleware:
             )
 
     def _scheduled(self, request: Request) -> None:
-        if isinstance(request.meta.get("traverse_page_id"), str):
+        if isinstance(request.meta.get(PAGE_ID), str):
             self.queued.append(request)
             self._ask()
 
@@ -147,8 +114,8 @@ class ReplayMiddleware:
         limit = max(2, min(READ_AHEAD, READ_AHEAD_BYTES // reader.large))
         while self.queued and self.ahead < limit and reader.alive:
             meta = self.queued.popleft().meta
-            if READ not in meta:  # not asked for already, out of turn
-                meta[READ] = reader.read(meta["traverse_page_id"])
+            if REPLAY_READ not in meta:  # not asked for already, out of turn
+                meta[REPLAY_READ] = reader.read(meta[PAGE_ID])
                 self.ahead += 1
 
     def _ready(self, read: Read) -> None:
@@ -164,15 +131,20 @@ class ReplayMiddleware:
     # -- serving -------------------------------------------------------------
 
     def process_request(self, request: Request) -> Response | asyncio.Future[Response]:
+        # The page's work, done by the reader (links, sourceRef, bodySize, the body's
+        # bytes, with the crawl's own functions), goes to the spider as REPLAY_WORK. A
+        # request whose page the reader was not asked for, every request once the
+        # reader is gone (killed, never started), and every sitemap file are read here,
+        # in the crawl: the replay is the same either way, only slower.
         meta = request.meta
-        read: Read | None = meta.pop(READ, None)
+        read: Read | None = meta.pop(REPLAY_READ, None)
         if read is None:  # not asked of the reader: no reader, or its turn had not come
             if self.reader is not None:
-                meta[READ] = None  # served: ``_ask`` passes over it when its turn comes
+                meta[REPLAY_READ] = None  # served: ``_ask`` passes over it when its turn comes
             return self._serve(request, None)
         self.ahead -= 1
         self._ask()
-        if read.page_id != meta.get("traverse_page_id"):  # a copied meta: not this page's
+        if read.page_id != meta.get(PAGE_ID):  # a copied meta: not this page's
             return self._serve(request, None)
         if read.answer is not None or read.lost:
             return self._serve(request, read.answer)
@@ -183,7 +155,7 @@ class ReplayMiddleware:
 
     def _serve(self, request: Request, answer: Answer | None) -> Response:
         """The page's Response from the reader's ``answer``, or from a read here (None)."""
-        page_id = request.meta.get("traverse_page_id") or request.meta.get("traverse_sitemap_id")
+        page_id = request.meta.get(PAGE_ID) or request.meta.get(SITEMAP_ID)
         if not isinstance(page_id, str):
             inc(self.crawler.stats, "replay/refused")
             raise IgnoreRequest(f"replay mode makes no network request: {request.url}")
@@ -206,6 +178,7 @@ class ReplayMiddleware:
                 # than the read (the reader process is the way to read ahead).
                 snapshot = self.store.latest(page_id, damaged)
             except Exception as exc:  # the I/O edge: the page fails, the crawl goes on
+                # (Traverse lets this exception end the whole crawl.)
                 logger.warning("replay: cannot read the store for %r: %s", page_id, exc)
                 snapshot, message = None, f"{message} (store read failed: {exc})"
         if damaged:
@@ -215,7 +188,7 @@ class ReplayMiddleware:
             if damaged:
                 message = f'no usable snapshot for sourceId "{page_id}": {"; ".join(damaged)}'
             raise PageFailed(FetchError("no-snapshot", message))
-        request.meta.setdefault("traverse_warnings", []).extend(damaged)
+        request.meta.setdefault(WARNINGS, []).extend(damaged)
         inc(self.crawler.stats, "replay/served")
         request.meta[SNAPSHOT] = with_flags(snapshot, fromCache=True)
         return _response(request, snapshot, body)

@@ -1,14 +1,10 @@
-"""The crawl's side of replay's reader process (``core.replaychild``).
+"""The crawl's side of replay's reader process (``replay/reader_process.py``).
 
-``ReplayReader`` starts the child and asks it for pages by id; each ``read``
-returns a ``Read`` whose ``answer`` is set, in request order, when the child's
-frame comes in on the crawl's event loop (the child's stdout is watched with the
-loop's ``add_reader``: one wake-up per frame of up to 16 answers). ``ready(read)``
-is then called for a read that someone waits for (``read.waiting``).
-
-If the child ends (killed, crashed), every read not answered is marked ``lost``
-and given to ``ready`` if waited for, and every later ``read`` returns a lost one:
-the caller then reads the store itself, so a lost reader costs speed, never a page.
+``ReplayReader`` asks the child for pages by id; each ``read`` returns a ``Read``
+whose ``answer`` is set, in request order, when the child's frame comes in on the
+crawl's event loop, and ``ready(read)`` is called for a read someone waits for. If
+the child ends, every unanswered read is marked ``lost`` and the caller reads the
+store itself: a lost reader costs speed, never a page.
 """
 
 from __future__ import annotations

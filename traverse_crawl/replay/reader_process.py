@@ -1,26 +1,11 @@
 """Replay's reader process: reads each page's latest snapshot ahead of the crawl and does
-the page's own work on it (issue 17, item 3).
+the page's own work on it (docs/architecture.md, "Replay").
 
-Why a process (docs/performance.md, "Replay", round 4): replay is CPU-bound in one
-interpreter, and a replayed page's own work — the store read (listdir, read,
-JSON), the link parse (lxml, WHATWG URLs), ``sourceRef``, ``bodySize``, the body's
-bytes — was about 0.35 ms of the crawl's 0.87 ms per page. Here it runs beside the
-crawl, on another core, a few dozen pages ahead; the crawl keeps Scrapy's cycle,
-the frontier and the manifest. A thread would not do: everything but lxml's parse
-and the system calls holds the GIL.
-
-The answers are what the crawl itself would compute, by the same functions
-(``store.latest``, ``find_links``, ``build_source_ref``, ``body_size``), so a
-replay is the same whether a page was read here or in the crawl: the crawl
-falls back to its own reads whenever this process is not there.
-
-The protocol (frames of ``core.snapshotchild``): on stdin first
-``{"root": store root, "max_links": int or None}``, then one page id (a str) per
-page. On stdout, for each run of requests taken together (up to 16, or about
-1 MB of text), a list of ``Answer`` tuples in request order. At EOF the process
-exits. It ignores SIGINT and SIGTERM: the crawl decides when it is done.
-
-Imports only the standard library and the core modules above (lxml, ada-url).
+A process, not a thread: replay is CPU-bound in one interpreter, a replayed page's
+own work (the store read, the link parse, ``sourceRef``, ``bodySize``, the body's
+bytes) was about 0.35 ms of the crawl's 0.87 ms per page, and everything in it but
+lxml's parse and the system calls holds the GIL. The answers come from the crawl's
+own functions, so a replay is the same whether a page was read here or in the crawl.
 """
 
 from __future__ import annotations
@@ -31,11 +16,17 @@ from typing import Any, NamedTuple
 
 from traverse_crawl.crawl.links import find_links
 from traverse_crawl.fetch import urls
-from traverse_crawl.snapshots.model import body_bytes
+from traverse_crawl.snapshots.model import Snapshot, body_bytes
 from traverse_crawl.snapshots.source_ref import build_source_ref
 from traverse_crawl.snapshots.store import FilesystemSnapshotStore
 from traverse_crawl.snapshots.writer_process import Frames, next_batch, send
 
+# The protocol (the frames of ``snapshots/writer_process.py``): on stdin first
+# ``{"root": store root, "max_links": int or None}``, then one page id (a str) per
+# page. On stdout, for each run of requests taken together (up to MAX_ANSWERS, or
+# about FRAME_BYTES of text), a list of ``Answer`` tuples in request order. At EOF
+# the process exits. Imports only the standard library and the modules above (lxml,
+# ada-url).
 MAX_ANSWERS = 16  # pages answered in one frame: the crawl wakes once for them
 FRAME_BYTES = 1 << 20  # or fewer, once their text is this large
 
@@ -51,14 +42,14 @@ class PageWork(NamedTuple):
 
 
 class Answer(NamedTuple):
-    snapshot: dict[str, Any] | None
+    snapshot: Snapshot | None
     damaged: list[str]  # damaged files skipped, described as the store describes them
     failed: str | None  # the store could not be read at all: why
     body: bytes | None  # the Response's body, for a text snapshot
     work: PageWork | None
 
 
-def page_work(snapshot: dict[str, Any], max_links: int | None, size: int) -> PageWork:
+def page_work(snapshot: Snapshot, max_links: int | None, size: int) -> PageWork:
     """``size``: ``len(body_bytes(snapshot))``, the manifest's ``bodySize``."""
     origin = urls.origin(snapshot["url"])
     links: list[str] | None = None
@@ -91,6 +82,7 @@ def plain(found: Answer) -> tuple[Any, ...]:
 
 
 def main() -> None:
+    # A Ctrl-C reaches the whole process group; the crawl decides when it is done.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     # The store's warnings (a damaged file) go back in the answers and are logged by the
@@ -107,7 +99,8 @@ def main() -> None:
         for page_id in batch:
             found = answer(store, page_id, max_links)
             answers.append(plain(found))
-            size += len(found.body or b"") + len((found.snapshot or {}).get("body") or "")
+            text = found.snapshot.get("body") if found.snapshot else None
+            size += len(found.body or b"") + len(text or "")
             if size >= FRAME_BYTES:  # large pages: each goes out as soon as it is read
                 if not send(1, answers):
                     return

@@ -1,18 +1,9 @@
-"""What changed between two crawls, page by page (CONTRACT §10, ``scrapy diff``).
+"""What changed between two crawls, page by page (``scrapy diff``, docs/reports.md).
 
-Seeds are matched by id, pages within a seed by their frontier URL. Each URL is in
-one class:
-
-- ``added`` / ``removed``: recorded only in NEW / only in OLD;
-- ``changed``: a snapshot in both, with another ``bodyHash`` — or an error in both,
-  of another kind or status (CONTRACT §10 leaves this case open: a page whose
-  failure changed is reported, one that fails the same way is not);
-- ``unchanged``: the same ``bodyHash``, or NEW is a 304 revalidation of it
-  (``notModified``), or the same error kind and status both times;
-- ``failed``: an error now, a snapshot before; ``recovered``: the reverse.
-
-The result is plain data for the text and JSON renderings below and for the
-report's coloured table (``core.report``).
+Seeds are matched by id, pages within a seed by their frontier URL, and each URL is
+in one class: ``added``, ``removed``, ``changed``, ``unchanged``, ``failed`` or
+``recovered`` (``classify``). The result is plain data for the text and JSON
+renderings below and for the report's coloured table (``reports/model.py``).
 """
 
 from __future__ import annotations
@@ -67,7 +58,13 @@ def outcome_text(page: Page) -> str:
 
 
 def classify(old: Page, new: Page) -> Kind:
-    """The class of a URL recorded in both crawls."""
+    """The class of a URL recorded in both crawls.
+
+    A snapshot both times: ``unchanged`` with the same ``bodyHash`` or when NEW is a
+    304 revalidation (``notModified``), else ``changed``. An error both times:
+    ``unchanged`` with the same kind and status, else ``changed`` (a page that stays
+    broken is not news, but a new way of breaking is).
+    """
     before, after = old["fetch"].get("snapshot"), new["fetch"].get("snapshot")
     if before is not None and after is not None:
         if after.get("notModified") or after["bodyHash"] == before["bodyHash"]:
@@ -146,7 +143,7 @@ def to_json(changes: list[Change], bodies: dict[int, list[str]] | None = None) -
 
 
 def to_text(changes: list[Change], bodies: dict[int, list[str]] | None = None) -> str:
-    """Counts, then the URLs of each class except ``unchanged`` (CONTRACT §10)."""
+    """Counts, then the URLs of each class except ``unchanged``."""
     totals = counts(changes)
     lines = [", ".join(f"{totals[kind]} {kind}" for kind in KINDS)]
     several_seeds = len({change.seed_id for change in changes}) > 1

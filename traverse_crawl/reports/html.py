@@ -1,4 +1,4 @@
-"""``scrapy report``'s HTML: one self-contained page, inline CSS and SVG (CONTRACT §10).
+"""``scrapy report``'s HTML: one self-contained page, inline CSS and SVG (docs/reports.md).
 
 No script, no external stylesheet, font or image: the page makes no request
 when opened from disk, and its Content-Security-Policy (``default-src 'none'``)

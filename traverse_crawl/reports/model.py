@@ -1,16 +1,8 @@
-"""The crawl report's model: what ``scrapy report`` shows per seed (CONTRACT §10).
+"""The crawl report's model: what ``scrapy report`` shows per seed (docs/reports.md).
 
-Built from one manifest (and, with ``--against``, that seed's diff) into plain
-values that ``core.reporthtml`` renders: totals by outcome kind, HTTP status and
-content type; ok/failed pages per depth; the BFS tree; the largest pages; the
-warnings; the changes.
-
-The tree: each page hangs under the page that discovered it, the manifest's
-optional ``discoveredFrom`` (CONTRACT §3). A manifest without it (Traverse's own,
-or one written before the field) gets it from ``derive_parents`` when the store
-holds the bodies; a page whose discoverer is still unknown — or that no page
-discovered, because a sitemap listed it (CONTRACT §9) — hangs under the seed page,
-drawn as a dashed edge (``Node.inferred``).
+Built from one manifest (and, with ``--against``, that seed's diff) into plain values
+that ``reports/html.py`` renders: totals by outcome kind, HTTP status and content type;
+ok/failed pages per depth; the BFS tree; the largest pages; the warnings; the changes.
 """
 
 from __future__ import annotations
@@ -127,7 +119,14 @@ def ok(page: dict[str, Any]) -> bool:
 
 
 def tree(pages: list[dict[str, Any]]) -> list[Node]:
-    """Pages as nodes, each under its discoverer (BFS order: parents come first)."""
+    """Pages as nodes, each under its discoverer (BFS order: parents come first).
+
+    The discoverer is the page's optional ``discoveredFrom``; a manifest without it
+    (Traverse's own, or an older one) gets it from ``derive_parents`` when the store
+    holds the bodies. A page whose discoverer is still unknown, or that no page
+    discovered because a sitemap listed it, hangs under the seed page, drawn as a
+    dashed edge (``Node.inferred``).
+    """
     index = {page["url"]: i for i, page in enumerate(pages)}
     nodes = []
     for i, page in enumerate(pages):

@@ -1,16 +1,9 @@
 """The report's pictures as inline SVG strings: the depth chart and the crawl tree.
 
 Hand-written, deliberately (docs/reports.md, "Why hand-written SVG"): the crawl is
-already a BFS tree with an order, and a tidy layout of such a tree is one linear
-pass — each page gets a share of its parent's angle (or width) proportional to the
-leaves below it, so siblings keep their BFS order and no edges cross. graphviz
-would need a Debian package and a subprocess per report (``dot`` took 3.4 s on
-3,000 nodes here, ``twopi`` 0.2 s); networkx has no tidy tree layout of its own.
-
-Small crawls are drawn top-down with a label per page; larger ones radially
-(depth = ring), with each page's URL in its ``<title>`` tooltip. Beyond
-``DRAW_LIMIT`` pages the BFS prefix is drawn (a connected subtree) and the rest is
-counted per depth below the picture. Every text from a crawl goes through ``esc``.
+already a BFS tree with an order, and a tidy layout of such a tree is one linear pass
+(``spans``), so siblings keep their BFS order and no edges cross. Every text from a
+crawl goes through ``esc``.
 """
 
 from __future__ import annotations
@@ -20,6 +13,10 @@ from html import escape
 
 from traverse_crawl.reports.model import Node
 
+# Small crawls are drawn top-down with a label per page; larger ones radially
+# (depth = ring), with each page's URL in its <title> tooltip. Beyond DRAW_LIMIT pages
+# the BFS prefix is drawn (a connected subtree) and the rest is counted per depth
+# below the picture.
 DRAW_LIMIT = 3000  # pages drawn in the tree; the rest is summarised
 LABELLED = 40  # up to this many pages: top-down, each page labelled
 RADIAL_SIZE = 1000  # the radial picture's side, in SVG units (about pixels at 100 %)
@@ -61,7 +58,13 @@ def depth_chart(by_depth: list[tuple[int, int, int]]) -> str:
 
 
 def spans(nodes: list[Node]) -> list[float]:
-    """Each node's position in [0, 1): the middle of its share of the leaves."""
+    """Each node's position in [0, 1): the middle of its share of the leaves.
+
+    Each page gets a share of its parent's angle (or width) proportional to the
+    leaves below it. graphviz would need a Debian package and a subprocess per
+    report (``dot`` took 3.4 s on 3,000 nodes, ``twopi`` 0.2 s); networkx has no tidy
+    tree layout of its own.
+    """
     leaves = [0] * len(nodes)
     children: list[list[int]] = [[] for _ in nodes]
     for i in range(len(nodes) - 1, -1, -1):  # BFS order: children after parents

@@ -1,24 +1,11 @@
-"""The garbage collector, out of the crawl's way (issue 17).
+"""The garbage collector, out of the crawl's way.
 
-Importing Scrapy, Twisted, lxml and the project leaves some 90,000 objects
-that live as long as the process. CPython's full collections walk all of them:
-three to four times in a 2,000-page crawl, 50-250 ms each, during which the
-reactor neither reads a response nor sends a request (with 50 ms of latency per
-response, each one emptied all 16 places: docs/performance.md, "Latency").
-And with the default threshold (700 allocations) the youngest generation was
-collected about 400 times per 2,000 pages, 150-170 ms in all, mostly examining
-objects that a page's work frees a moment later anyway.
-
-When the spider opens — every component built, no request sent yet — one full
-collection clears what start-up left behind, then ``gc.freeze()`` moves every
-surviving object to the permanent generation, which collections skip, and the
-youngest generation's threshold goes from 700 to ``YOUNG_THRESHOLD`` (the older
-generations' stay 10 and 10): about 16 collections per 2,000 pages, 35-40 ms in
-all. Objects the crawl creates are collected as before, only less often.
-When the spider closes, the objects are unfrozen and the thresholds restored,
-so a process that runs another crawl leaks nothing (with crawls side by side in
-one process: when the last one closes). Hooked before Scrapy's
-CoreStats (priority -10): the collection is not counted in the crawl's elapsed time.
+When the spider opens (every component built, no request sent yet), one full
+collection clears what start-up left behind, ``gc.freeze()`` moves every surviving
+object to the permanent generation, which collections skip, and the youngest
+generation is collected less often; all of it is undone when the spider closes.
+Hooked before Scrapy's CoreStats (-10), so the collection is not in the crawl's
+elapsed time.
 """
 
 from __future__ import annotations
@@ -27,6 +14,15 @@ import gc
 
 from traverse_crawl.runtime.process_wide import ProcessWide
 
+# Importing Scrapy, Twisted, lxml and the project leaves some 90,000 objects that live
+# as long as the process. CPython's full collections walk all of them: three to four
+# times in a 2,000-page crawl, 50-250 ms each, during which the reactor neither reads
+# a response nor sends a request (with 50 ms of latency per response, each one emptied
+# all 16 download places). And with the default threshold (700 allocations) the
+# youngest generation was collected about 400 times per 2,000 pages, 150-170 ms in
+# all, mostly examining objects that a page's work frees a moment later anyway; at
+# YOUNG_THRESHOLD (the older generations' stay 10 and 10) about 16 times, 35-40 ms.
+# Objects the crawl creates are collected as before, only less often.
 YOUNG_THRESHOLD = 7000  # ten times CPython's default: a few MB of young objects at most
 
 

@@ -1,20 +1,10 @@
-"""Log records that no handler would take are not built (issue 17).
+"""Log records that no handler would take are not built.
 
-Scrapy's root handler filters by ``LOG_LEVEL``, but ``install_scrapy_root_handler``
-leaves the root *logger* at ``NOTSET``, so every ``logger.debug`` of a crawl —
-Scrapy's "Crawled (200) <GET ...>" for each response and "Scraped from ..." for
-each item, traverse's own per-page lines — builds a ``LogRecord`` (and Scrapy's
-log formatter builds its message arguments) only for the handler to drop it:
-a few microseconds each, several per page, on the reactor's thread.
-
-When the spider opens, if the root logger is at ``NOTSET``, it is raised to the
-lowest level that any handler on any logger accepts (with ``LOG_LEVEL=INFO``
-and no other handler: ``INFO``), so ``isEnabledFor`` turns the call down before
-a record exists. Nothing a handler would have written is lost: a logger with a
-level of its own keeps it, and any handler at ``NOTSET`` (pytest's capture, a
-user's catch-all) leaves the root untouched. The level is put back when the last
-crawl of the process closes. A handler added to a logger *after* the spider
-opened sees only records at or above that level.
+When the spider opens, a root logger at ``NOTSET`` is raised to the lowest level that
+any handler on any logger accepts, so ``isEnabledFor`` turns a dropped debug call down
+before a record exists; the level is put back when the last crawl of the process
+closes. A handler added to a logger *after* the spider opened sees only records at or
+above that level.
 """
 
 from __future__ import annotations
@@ -41,6 +31,14 @@ def lowest_handled_level() -> int:
     return min(levels, default=logging.NOTSET)
 
 
+# Scrapy's root handler filters by LOG_LEVEL, but ``install_scrapy_root_handler``
+# leaves the root *logger* at NOTSET, so every ``logger.debug`` of a crawl (Scrapy's
+# "Crawled (200) <GET ...>" for each response and "Scraped from ..." for each item,
+# traverse's own per-page lines) builds a LogRecord, and Scrapy's log formatter its
+# message arguments, only for the handler to drop it: a few microseconds each, several
+# per page, on the reactor's thread. Nothing a handler would have written is lost: a
+# logger with a level of its own keeps it, and any handler at NOTSET (pytest's capture,
+# a user's catch-all) leaves the root untouched.
 class UnhandledRecordsSkipped(ProcessWide):
     saved: int | None = None  # the root logger's level before the first crawl
 

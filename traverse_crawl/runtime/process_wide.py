@@ -1,10 +1,9 @@
 """A process-wide setting that a crawl changes while it runs, shared by the crawls of a process.
 
-The interpreter's garbage collector (``heap.py``) and the root logger
-(``loglevel.py``) belong to the process, not to one crawl: with crawls side by
-side in one process (a ``CrawlerProcess`` running several spiders), the first
-to open applies the change and the last to close undoes it, so a process that
-runs another crawl afterwards finds them as they were.
+The interpreter's garbage collector (``heap_extension.py``) and the root logger
+(``log_level_extension.py``) belong to the process, not to one crawl: with crawls side
+by side in one process, the first to open applies the change and the last to close
+undoes it, so a process that runs another crawl afterwards finds them as they were.
 """
 
 from __future__ import annotations

@@ -1,23 +1,9 @@
-"""A freed download place is refilled in the loop turn its response arrives (issue 17, item 4).
+"""A freed download place is refilled in the loop turn its response arrives.
 
-Scrapy's engine takes the next request from the scheduler in a pass that it
-schedules with ``CallLaterOnce``: a ``callLater(0)`` timer, which asyncio runs
-on the loop's next turn, after every callback already queued — with a wave of
-responses in, the page work of that wave. With 50 ms before every response and
-16 in flight, that wait was a share of every cycle (docs/performance.md,
-"Latency", round 5).
-
-On ``response_received`` — sent once the downloader has let the request go, so
-its place is free — this extension runs the engine's pass at once when the
-scheduler holds a request and the engine would take one (``needs_backout``).
-The timer still fires, and finds nothing more to do. Only then: with nothing
-queued the pass would only look for the spider being idle, which is left to the
-engine's own timer.
-
-Off in ``replay`` mode: responses come from the store, with no network wait to
-hide, and a pass per response would only cost CPU. It calls the engine's private
-``_start_scheduled_requests`` (Scrapy is pinned to 2.19.x), guarded: if a later
-Scrapy drops it, the extension says so once and stays out of the way.
+On ``response_received`` (the request's download place is free) this runs the
+engine's pass that takes the next request at once, when the scheduler holds one and
+the engine would take it, instead of on the engine's next-turn timer. Off in
+``replay``: no network wait to hide, and a pass per response would only cost CPU.
 """
 
 from __future__ import annotations
@@ -34,6 +20,15 @@ from traverse_crawl.config.settings import get_config
 logger = logging.getLogger(__name__)
 
 
+# Scrapy's engine takes the next request from the scheduler in a pass that it schedules
+# with ``CallLaterOnce``: a ``callLater(0)`` timer, which asyncio runs on the loop's
+# next turn, after every callback already queued; with a wave of responses in, after
+# the page work of that wave. With 50 ms before every response and 16 in flight, that
+# wait was a share of every cycle. The timer still fires, and finds nothing more to
+# do. With nothing queued the pass would only look for the spider being idle, which is
+# left to the engine's own timer. ``_start_scheduled_requests`` is private (Scrapy is
+# pinned to 2.19.x): if a later Scrapy drops it, the extension says so once and stays
+# out of the way.
 class RefillAtResponse:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler

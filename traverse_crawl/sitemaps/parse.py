@@ -1,25 +1,10 @@
-"""Read one sitemap file, in memory (CONTRACT §9): XML, sitemap index, RSS/Atom, plain text.
+"""Read one sitemap file, in memory: XML, sitemap index, RSS/Atom, plain text.
 
-Pure: the Scrapy side (``traverse_crawl/sitemaps/requests.py``) fetches the file, un-gzips
-it and decodes it; this module only turns its text into an ordered list of
-locations and the reasons it was not read in full.
-
-Why lxml's pull parser and not Scrapy's ``scrapy.utils.sitemap.Sitemap``
-(docs/architecture.md): Scrapy's class parses with ``recover=True``, which turns
-malformed XML into *wrong* URLs — ``?a=1&b=2`` becomes ``?a=1=2``, an undeclared
-entity cuts a URL short, a truncated file ends with a cut URL — and that mode
-cannot be turned off. Here the same well-kept parser (libxml2 through lxml, with
-Scrapy's safety options) runs in strict mode: a location counts only once its
-entry (``</url>``, ``</sitemap>``, ``</item>``, ``</entry>``) is closed, and the
-first syntax error ends the file with a reason, keeping the entries before it
-(crawler-commons' "allow partial"). Entities are never expanded (no external
-DTD, no network, libxml2's amplification limit stops "billion laughs"); a
-``<loc>`` holding an entity reference or markup is skipped, not read in part.
-
-Formats: ``<urlset>`` (``url/loc``), ``<sitemapindex>`` (``sitemap/loc``), RSS 2.0
-(``item/link``) and Atom (``entry/link/@href``), which search engines accept as
-sitemaps; any text not starting with ``<`` is a plain-text sitemap, one URL a
-line. A file is read up to ``MAX_URLS`` entries (the sitemaps.org bound).
+Pure: the Scrapy side (``sitemaps/requests.py``) fetches the file, un-gzips it and
+decodes it; this module turns its text into an ordered list of locations and the
+reasons it was not read in full. lxml's pull parser in strict mode, not Scrapy's
+``Sitemap``, whose ``recover=True`` turns malformed XML into wrong URLs
+(docs/architecture.md, "Sitemaps").
 """
 
 from __future__ import annotations
@@ -30,7 +15,17 @@ from typing import Any, Literal
 
 from lxml import etree
 
-MAX_URLS = 50_000
+# The same well-kept parser as Scrapy's (libxml2 through lxml, with Scrapy's safety
+# options) in strict mode: a location counts only once its entry (``</url>``,
+# ``</sitemap>``, ``</item>``, ``</entry>``) is closed, and the first syntax error ends
+# the file with a reason, keeping the entries before it (crawler-commons' "allow
+# partial"). Entities are never expanded (no external DTD, no network, libxml2's
+# amplification limit stops "billion laughs"); a ``<loc>`` holding an entity reference
+# or markup is skipped, not read in part. Formats: ``<urlset>`` (``url/loc``),
+# ``<sitemapindex>`` (``sitemap/loc``), RSS 2.0 (``item/link``) and Atom
+# (``entry/link/@href``), which search engines accept as sitemaps; any text not
+# starting with ``<`` is a plain-text sitemap, one URL a line.
+MAX_URLS = 50_000  # entries read from one file: the sitemaps.org bound
 _CHUNK = 1 << 16  # characters fed to the parser at a time
 
 Kind = Literal["urlset", "index", "text"]

@@ -1,32 +1,11 @@
-"""Sitemap discovery, the Scrapy side (CONTRACT §9): requests, responses, snapshots.
+"""Sitemap discovery, the Scrapy side: requests, responses, snapshots (docs/architecture.md).
 
-With ``TRAVERSE_SITEMAPS`` = ``robots`` or ``auto``, each seed gets a
-``SitemapWalk`` (``sitemaps/walk.py``), which decides what to read, in
-which order; this module turns its fetches into Scrapy requests and their
-responses into documents (``sitemaps/parse.py``). Every file is a
-``WhatwgRequest`` (requested byte for byte as resolved, issue 11) yielded by
-the spider, so it passes the egress guard, robots.txt,
-retries, redirects and its origin's politeness slot like a page — but it is
-not a page: no page id, no item, no manifest entry. The first one, the seed
-origin's robots.txt, is answered by the robots middleware from its one load
-of that file.
-
-A body that starts with gzip's magic bytes is un-gzipped whatever the headers
-say (Scrapy's ``gunzip``, bounded by ``DOWNLOAD_MAXSIZE``); the text is decoded
-as pages are (BOM, header charset, XML declaration, UTF-8).
-
-Capture stores each file read as a ``text`` snapshot (the decoded text) under
-the id ``encodeURIComponent(seed id) + "::sitemap::" + URL`` (URL as requested;
-robots.txt included), and the parse always reads that snapshot's text, so a
-replay — which serves the same ids from the store — reads the same text and
-admits the same URLs with no network.
-
-Meta keys: ``traverse_sitemap`` (``"robots"`` | ``"sitemap"``),
-``traverse_sitemap_id`` (the snapshot id; the replay middleware serves it),
-``traverse_seed``; ``traverse_snapshot`` (read: set in replay).
-Stats: ``sitemap/fetched`` (sitemap files read), ``sitemap/urls`` (URLs on the
-seed's origin they listed, first occurrences), ``sitemap/error`` (files that
-gave a warning).
+Each seed's ``SitemapWalk`` decides what to read; this module turns its fetches into
+``WhatwgRequest``s yielded by the spider, so each file passes the egress guard,
+robots.txt, retries, redirects and its origin's politeness slot like a page without
+being one. Capture stores each file read as a ``text`` snapshot under its own id
+(``sitemap_id``), and the parse always reads that snapshot's text, so a replay reads
+the same text and admits the same URLs with no network.
 """
 
 from __future__ import annotations
@@ -48,6 +27,7 @@ from traverse_crawl.crawl.frontier import Frontier
 from traverse_crawl.fetch import urls
 from traverse_crawl.fetch.exceptions import fetch_error_from_failure
 from traverse_crawl.fetch.request import WhatwgRequest
+from traverse_crawl.meta_keys import REDIRECTS, SEED, SITEMAP, SITEMAP_ID, SNAPSHOT
 from traverse_crawl.sitemaps.parse import parse_sitemap
 from traverse_crawl.sitemaps.walk import SitemapWalk
 from traverse_crawl.snapshots.model import Snapshot, build_snapshot
@@ -103,16 +83,16 @@ class SitemapReader:
         walk.start(fetch)
         origin = urls.origin(fetch.url)
         meta: dict[str, Any] = {
-            "traverse_seed": key,
-            "traverse_sitemap": fetch.kind,
-            "traverse_sitemap_id": sitemap_id(self.seed_ids[key], fetch.url),
+            SEED: key,
+            SITEMAP: fetch.kind,
+            SITEMAP_ID: sitemap_id(self.seed_ids[key], fetch.url),
             "handle_httpstatus_all": True,
             "download_slot": origin,
         }
         if fetch.kind == "robots":
             # Answered from the robots middleware's single load of the file.
             meta.update(dont_retry=True, dont_redirect=True, download_slot="robots " + origin)
-        # Requested exactly as the walk resolved it (issue 11).
+        # Requested exactly as the walk resolved it (fetch/request.py).
         return WhatwgRequest(
             fetch.url,
             callback=self.callback,
@@ -129,7 +109,7 @@ class SitemapReader:
 
     async def read(self, response: Response) -> None:
         """Hand a response to its walk: robots.txt's text, or a sitemap document."""
-        walk = self.walks[response.meta["traverse_seed"]]
+        walk = self.walks[response.meta[SEED]]
         try:
             await self._read(response, walk)
         except Exception as exc:  # a bug must not leave the seed waiting for its sitemaps
@@ -139,8 +119,8 @@ class SitemapReader:
 
     async def _read(self, response: Response, walk: SitemapWalk) -> None:
         meta = response.meta
-        robots = meta["traverse_sitemap"] == "robots"
-        snapshot: Snapshot | None = meta.get("traverse_snapshot")  # replay
+        robots = meta[SITEMAP] == "robots"
+        snapshot: Snapshot | None = meta.get(SNAPSHOT)  # replay
         if snapshot is None:
             if not 200 <= response.status < 300:
                 if robots:
@@ -168,12 +148,12 @@ class SitemapReader:
 
     def failed(self, failure: Failure) -> None:
         request = failure.request  # type: ignore[attr-defined]
-        walk = self.walks[request.meta["traverse_seed"]]
+        walk = self.walks[request.meta[SEED]]
         error = fetch_error_from_failure(
             failure, request, self.download_timeout, self.download_maxsize
         )
         logger.debug("sitemap request %s failed: %s", request.url, error.message)
-        if request.meta["traverse_sitemap"] == "robots":
+        if request.meta[SITEMAP] == "robots":
             walk.robots_read(None)
         else:
             self._failed(walk, error.message, error.kind == "no-snapshot")
@@ -184,6 +164,9 @@ class SitemapReader:
         if len(walk.warnings) > before:
             inc(self.crawler.stats, "sitemap/error")
 
+    # A body that starts with gzip's magic bytes is un-gzipped whatever the headers say
+    # (Scrapy's ``gunzip``, bounded by DOWNLOAD_MAXSIZE); the text is decoded as pages
+    # are (BOM, header charset, XML declaration, UTF-8).
     def _snapshot(self, response: Response) -> Snapshot:
         meta = response.meta
         body = response.body
@@ -191,13 +174,13 @@ class SitemapReader:
             body = gunzip(body, max_size=self.download_maxsize)
         header = response.headers.get(b"Content-Type")
         return build_snapshot(
-            source_id=meta["traverse_sitemap_id"],
+            source_id=meta[SITEMAP_ID],
             url=response.url,
             status=response.status,
             content_type="text",
             raw_body=body,
             content_type_header=header.decode("latin-1") if header else None,
-            redirects=meta.get("traverse_redirects"),
+            redirects=meta.get(REDIRECTS),
         )
 
     async def _store(self, snapshot: Snapshot, walk: SitemapWalk) -> None:

@@ -1,28 +1,10 @@
-"""One seed's sitemap discovery, as a sequence of fetches (CONTRACT §9).
+"""One seed's sitemap discovery, as a sequence of fetches (docs/architecture.md, "Sitemaps").
 
-Pure and sans-IO: the spider asks ``next_fetch()``, fetches it through Scrapy,
-and hands back what came of it (``robots_read``, ``sitemap_read``,
-``sitemap_failed``); once ``done``, ``urls`` and ``warnings`` are final.
-
-Hand-written because the order is the design: the files are read one at a time,
-depth first in document order (robots.txt's ``Sitemap:`` lines in file order, an
-index's sitemaps in their order, each index's sitemaps before the next line),
-so the list of URLs is a function of the files' contents alone — not of which
-response arrives first. One file at a time is also the polite order: sitemaps
-share their origin's download slot with the pages.
-
-Rules:
-- ``robots``: the ``Sitemap:`` lines of the seed origin's robots.txt; ``auto``:
-  those, else ``/sitemap.xml`` of the seed's origin (whose absence — a 404, 410
-  or, in replay, no snapshot — is not worth a warning).
-- A sitemap URL read twice (an index that lists itself, two lines naming one
-  file) is read once. Indexes nest at most ``MAX_NESTING`` deep.
-- Page URLs are resolved against the file's URL (WHATWG), lose their fragment,
-  and are kept when on the seed's origin, first occurrence wins.
-- Reading stops, between files, once ``limit`` URLs are known: no more of them
-  could be fetched under ``TRAVERSE_MAX_PAGES`` (every one of them would sit at a
-  queue position past the budget).
-- A problem is a warning ``sitemap URL: reason`` (``URL`` as requested).
+Pure and sans-IO: the spider asks ``next_fetch()``, fetches it through Scrapy, and
+hands back what came of it (``robots_read``, ``sitemap_read``, ``sitemap_failed``);
+once ``done``, ``urls`` and ``warnings`` are final. Hand-written because the order is
+the design: files are read one at a time, depth first in document order, so the URLs
+are a function of the files' contents alone, not of which response arrives first.
 """
 
 from __future__ import annotations
@@ -49,6 +31,20 @@ class Fetch:
 
 
 class SitemapWalk:
+    """The files of one seed, in order, and the same-origin URLs they list.
+
+    - ``robots``: the ``Sitemap:`` lines of the seed origin's robots.txt; ``auto``:
+      those, else ``/sitemap.xml`` of the seed's origin (whose absence, a 404, 410
+      or, in replay, no snapshot, is not worth a warning).
+    - A sitemap URL read twice (an index that lists itself, two lines naming one
+      file) is read once. Indexes nest at most ``MAX_NESTING`` deep.
+    - Page URLs are resolved against the file's URL (WHATWG), lose their fragment,
+      and are kept when on the seed's origin, first occurrence wins.
+    - Reading stops, between files, once ``limit`` URLs are known: no more of them
+      could be fetched under TRAVERSE_MAX_PAGES.
+    - A problem is a warning ``sitemap URL: reason`` (``URL`` as requested).
+    """
+
     def __init__(self, seed_origin: str, mode: Mode, limit: int) -> None:
         self.seed_origin = seed_origin
         self.mode = mode

@@ -1,32 +1,10 @@
 """Group commit: many atomic file writes made durable together (in the capture's writer process).
 
-``core.atomic`` makes one file durable with two fsyncs (the file, then its
-directory); on a disk with a volatile write cache each of them is a device
-cache flush, and capture paid two per page (issue 17). A batch here keeps the
-same guarantee — a file under its final name was complete on disk before the
-rename, and is reported written only once the rename is durable — with two
-flushes per *batch*:
-
-1. every file of the batch is written to its temporary name (no fsync);
-2. the data is made durable together: Linux's ``syncfs(2)`` on the filesystem
-   that holds them (one journal commit and one cache flush); elsewhere, or if
-   ``syncfs`` is missing, an fsync per file;
-3. the temporary files are renamed to their final names;
-4. the renames (and new directories) are made durable together: ``syncfs``
-   again, or an fsync per directory touched and of its parent.
-
-``syncfs`` flushes every dirty file of that filesystem, not only ours: a batch
-waits for other programs' writes too, which still costs less than a flush per
-file (docs/performance.md). Since Linux 5.8 it reports writeback errors.
-
-Failures are per file where the kernel says which file failed (creating,
-writing, renaming: a full disk, a permission, a file where a directory should
-be) and per batch where it cannot (a failed ``syncfs``: every file of the batch
-on that filesystem fails, its temporary file removed). A file that failed is
-never reported written; files of earlier batches were durable already.
-
-Hand-written because the batching is the design: nothing in the standard
-library or Scrapy commits a group of files.
+``utils/atomic.py`` makes one file durable with two fsyncs, each a device cache
+flush on a disk with a volatile write cache: two per page. A batch keeps the same
+guarantee (a file under its final name was complete on disk before the rename, and
+is reported written only once the rename is durable) with two flushes per *batch*.
+Hand-written because nothing in the standard library or Scrapy commits a group of files.
 """
 
 from __future__ import annotations
@@ -95,7 +73,26 @@ class _File:
 def write_batch(
     jobs: Sequence[tuple[str, Callable[[], bytes]]], use_syncfs: bool = True
 ) -> list[BaseException | None]:
-    """Write each ``(path, render)`` atomically and durably; one error or None per job."""
+    """Write each ``(path, render)`` atomically and durably; one error or None per job.
+
+    1. every file of the batch is written to its temporary name (no fsync);
+    2. the data is made durable together: Linux's ``syncfs(2)`` on the filesystem
+       that holds them (one journal commit and one cache flush); elsewhere, or if
+       ``syncfs`` is missing, an fsync per file;
+    3. the temporary files are renamed to their final names;
+    4. the renames (and new directories) are made durable together: ``syncfs``
+       again, or an fsync per directory touched and of its parent.
+
+    ``syncfs`` flushes every dirty file of that filesystem, not only ours: a batch
+    waits for other programs' writes too, which still costs less than a flush per
+    file. Since Linux 5.8 it reports writeback errors.
+
+    Failures are per file where the kernel says which file failed (creating,
+    writing, renaming: a full disk, a permission, a file where a directory should
+    be) and per batch where it cannot (a failed ``syncfs``: every file of the batch
+    on that filesystem fails, its temporary file removed). A file that failed is
+    never reported written; files of earlier batches were durable already.
+    """
     files = [_File(path) for path, _ in jobs]
     for file, (_, render) in zip(files, jobs, strict=True):
         try:

@@ -1,8 +1,8 @@
-"""A snapshot file's bytes (SPEC §12): Traverse's ``JSON.stringify(toDiskShape(s), null, 2)``.
+"""A snapshot file's bytes: Traverse's ``JSON.stringify(toDiskShape(s), null, 2)``.
 
-Apart from ``core.store`` so that the capture's writer process
-(``core.snapshotchild``), which renders every page's file, imports only this
-and the standard library: its start-up is paid by every capture.
+Apart from ``snapshots/store.py`` so that the capture's writer process
+(``snapshots/writer_process.py``), which renders every page's file, imports only
+this and the standard library: its start-up is paid by every capture.
 """
 
 from __future__ import annotations
@@ -10,12 +10,15 @@ from __future__ import annotations
 import base64
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the writer process imports no more than the standard library
+    from traverse_crawl.snapshots.model import Snapshot
 
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
-def serialize(snapshot: dict[str, Any]) -> str:
+def serialize(snapshot: Snapshot) -> str:
     """``JSON.stringify(toDiskShape(snapshot), null, 2)``, byte for byte.
 
     ``bodyBytes`` becomes ``bodyBytesBase64``, appended last. A lone surrogate
@@ -27,7 +30,7 @@ def serialize(snapshot: dict[str, Any]) -> str:
     return _escape_lone_surrogates(text) if _LONE_SURROGATE.search(text) else text
 
 
-def encode(snapshot: dict[str, Any]) -> bytes:
+def encode(snapshot: Snapshot) -> bytes:
     """The file's bytes: ``serialize`` as UTF-8 (what ``put`` writes).
 
     Only an encoding that fails can hold a lone surrogate, so the regex scan of
@@ -40,7 +43,7 @@ def encode(snapshot: dict[str, Any]) -> bytes:
         return _escape_lone_surrogates(text).encode("utf-8")
 
 
-def _json_text(snapshot: dict[str, Any]) -> str:
+def _json_text(snapshot: Snapshot) -> str:
     data = {key: value for key, value in snapshot.items() if key != "bodyBytes"}
     body_bytes = snapshot.get("bodyBytes")
     if body_bytes is not None:
@@ -49,7 +52,7 @@ def _json_text(snapshot: dict[str, Any]) -> str:
 
 
 def _escape_lone_surrogates(text: str) -> str:
-    # Imported here: only an id with a lone surrogate needs it, and core.js pulls in
+    # Imported here: only an id with a lone surrogate needs it, and utils/javascript.py pulls in
     # urllib.parse, which every writer process's start-up would pay for.
     from traverse_crawl.utils.javascript import js_string
 

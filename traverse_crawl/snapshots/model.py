@@ -1,16 +1,15 @@
-"""The snapshot model (SPEC §9, CONTRACT §4): content type, text decoding, hashing.
+"""The snapshot model: content type, text decoding, hashing.
 
-A snapshot is a plain ``dict`` in Traverse's JSON key order, so that it is written
-to the store and the manifest without any translation:
-``sourceId, url, fetchedAt, status, contentType, body, bodyHash, bodyBytes?,
-redirects?, etag?, lastModified?, fromCache?, notModified?, rendered?``.
+A snapshot is a plain ``dict`` (typed as ``Snapshot``) in Traverse's JSON key order,
+so that it is written to the store and the manifest without any translation.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from w3lib.encoding import html_to_unicode
 
@@ -18,9 +17,33 @@ ContentType = Literal["html", "text", "pdf", "png", "jpeg"]
 CONTENT_TYPES: frozenset[str] = frozenset({"html", "text", "pdf", "png", "jpeg"})
 BINARY_TYPES: frozenset[str] = frozenset({"pdf", "png", "jpeg"})
 
-Snapshot = dict[str, Any]
 
-# A Content-Type that resolves back to each stored kind (SPEC §9): replay's
+class _SnapshotFields(TypedDict):
+    sourceId: str  # the page id (docs/snapshots.md)
+    url: str  # the final URL, after redirects
+    fetchedAt: str  # ISO 8601 UTC with milliseconds, as JavaScript's toISOString()
+    status: int
+    contentType: str  # one of CONTENT_TYPES when this crawler wrote it
+    body: str  # the decoded text; "" for pdf, png and jpeg
+    bodyHash: str  # SHA-256 hex of the raw bytes (binary) or of the text as UTF-8
+
+
+class Snapshot(_SnapshotFields, total=False):
+    """One stored response, in Traverse's key order; optional keys are absent, never null.
+
+    A snapshot read from the store keeps any other key its file had.
+    """
+
+    bodyBytes: bytes  # pdf, png, jpeg: the raw body (``bodyBytesBase64`` on disk)
+    redirects: list[str]  # URLs requested before the final one
+    etag: str
+    lastModified: str
+    fromCache: bool  # served from the store (replay, or a 304 revalidation)
+    notModified: bool  # a 304 revalidation
+    rendered: bool  # taken from Chromium
+
+
+# A Content-Type that resolves back to each stored kind (``resolve_content_type``): replay's
 # responses and exported WARC records carry it.
 MEDIA_TYPES: dict[str, str] = {
     "html": "text/html; charset=utf-8",
@@ -30,7 +53,7 @@ MEDIA_TYPES: dict[str, str] = {
     "jpeg": "image/jpeg",
 }
 
-# Fields the manifest carries; bodies live in the store (CONTRACT §3).
+# Fields the manifest carries; bodies live in the store, addressed by ``sourceRef``.
 _MANIFEST_FIELDS = (
     "sourceId",
     "url",
@@ -48,7 +71,7 @@ _MANIFEST_FIELDS = (
 
 
 def resolve_content_type(header: str | None, hint: str | None = None) -> ContentType:
-    """SPEC §9: a hint wins; else substring rules on the lowercased header."""
+    """Traverse's rules: a hint wins; else substrings of the lowercased header, in order."""
     if hint:
         return hint  # type: ignore[return-value]
     value = (header or "").lower()
@@ -66,7 +89,7 @@ def resolve_content_type(header: str | None, hint: str | None = None) -> Content
 def decode_text(body: bytes, content_type_header: str | None) -> str:
     """w3lib's order: BOM, then the header's charset, then ``<meta>``, then UTF-8.
 
-    Invalid bytes become U+FFFD (CONTRACT §2).
+    Invalid bytes become U+FFFD. (Traverse always decodes as UTF-8.)
     """
     _, text = html_to_unicode(content_type_header, body, default_encoding="utf-8")
     return text
@@ -96,22 +119,24 @@ def build_snapshot(
     rendered: bool = False,
     fetched_at: str | None = None,
 ) -> Snapshot:
-    """A fresh snapshot from a response (SPEC §9). Optional fields are absent, not null."""
+    """A fresh snapshot from a response. Optional fields are absent, not null.
+
+    ``bodyHash`` is the SHA-256 of the text's UTF-8 bytes, or of the raw bytes for
+    pdf, png and jpeg, which keep them in ``bodyBytes`` (and an empty ``body``).
+    """
+    binary = content_type in BINARY_TYPES
+    text = "" if binary else decode_text(raw_body, content_type_header)
     snap: Snapshot = {
         "sourceId": source_id,
         "url": url,
         "fetchedAt": fetched_at or iso_now(),
         "status": status,
         "contentType": content_type,
+        "body": text,
+        "bodyHash": sha256_hex(raw_body if binary else text.encode("utf-8", "surrogatepass")),
     }
-    if content_type in BINARY_TYPES:
-        snap["body"] = ""
-        snap["bodyHash"] = sha256_hex(raw_body)
+    if binary:
         snap["bodyBytes"] = raw_body
-    else:
-        text = decode_text(raw_body, content_type_header)
-        snap["body"] = text
-        snap["bodyHash"] = sha256_hex(text.encode("utf-8", "surrogatepass"))
     if redirects:
         snap["redirects"] = list(redirects)
     if etag:
@@ -123,9 +148,10 @@ def build_snapshot(
     return snap
 
 
-def manifest_view(snapshot: Snapshot) -> Snapshot:
+def manifest_view(snapshot: Snapshot) -> dict[str, Any]:
     """The snapshot as the manifest shows it: every field but the body."""
-    return {key: snapshot[key] for key in _MANIFEST_FIELDS if key in snapshot}
+    fields: Mapping[str, Any] = snapshot  # read by name, in the manifest's order
+    return {key: fields[key] for key in _MANIFEST_FIELDS if key in fields}
 
 
 def body_bytes(snapshot: Snapshot) -> bytes:
@@ -136,15 +162,18 @@ def body_bytes(snapshot: Snapshot) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
 
-def with_flags(snapshot: Snapshot, **flags: bool) -> Snapshot:
+def with_flags(
+    snapshot: Snapshot, *, fromCache: bool = False, notModified: bool = False
+) -> Snapshot:
     """``{...snapshot, flag: true}`` with JavaScript's key order (new keys last)."""
-    out = dict(snapshot)
-    for key, value in flags.items():
-        if value:
-            out[key] = True
+    out = snapshot.copy()
+    if fromCache:
+        out["fromCache"] = True
+    if notModified:
+        out["notModified"] = True
     return out
 
 
 def body_size(snapshot: Snapshot) -> int:
-    """The manifest's optional page field ``bodySize`` (CONTRACT §3): ``len(body_bytes)``."""
+    """The manifest's optional page field ``bodySize``: ``len(body_bytes)``."""
     return len(body_bytes(snapshot))

@@ -1,39 +1,10 @@
-"""Write every page's snapshot to the store in ``capture`` mode (SPEC §13.6, CONTRACT §2, §4).
+"""Write every page's snapshot to the store in ``capture`` mode (docs/snapshots.md, "Capture").
 
-Enabled only when ``TRAVERSE_MODE`` is ``capture`` (the default); ``live`` and
-``replay`` store nothing. In capture mode the store root ``TRAVERSE_STORE`` is
-created at start-up, and a root that cannot be created stops the crawl before
-any request, naming the setting (CONTRACT §1).
-
-Each ``PageItem`` with a snapshot is handed to one writer *process*
-(``snapshots/writer.py``, ``snapshots/writer_process.py``) over a pipe; it renders
-the files and commits those queued meanwhile together (``snapshots/batch_write.py``:
-written, synced together, renamed, synced together), so neither JSON, file
-system calls nor fsync run in the crawl's interpreter and a batch pays two disk
-flushes, not two per page. Its answers are read on the crawl's asyncio loop
-(Scrapy's asyncio reactor, which the project requires), one wake-up per batch.
-``process_item`` returns an asyncio ``Future`` that the batch's answer resolves
-with the item once the page's file is durable (or has failed), so the pipelines
-after it — the JOBDIR journal, the manifest — never name a snapshot that a
-crash could lose. A plain future, not a coroutine awaiting a ``Deferred``:
-Scrapy awaits any awaitable, and each page is spared a coroutine, a
-``Deferred`` and its conversion (docs/performance.md, "Capture", round 4).
-A revalidated 304 re-puts the prior with its flags under the same file name
-(SPEC §13.6). The body is dropped from the item
-(``item.snapshot = None``): the feed and the manifest never carry it.
-
-A write that fails (disk full, permissions, a file where a directory should be)
-is a page-scoped warning in the manifest — ``store.put failed (...); page fetch
-result kept, snapshot not persisted`` — and the page keeps its outcome and its
-``sourceRef``; the crawl goes on. The first failure is logged as a warning,
-later ones at debug level; all are counted. When a batch's sync fails, every
-page of that batch fails so; pages of earlier batches were durable already. If
-the writer process dies (killed, crashed), every page it had not answered for,
-and every later page, fails so (``the snapshot writer process ended (...)``).
-After a second SIGINT/SIGTERM (``hard_stop``), a page whose batch is still
-being written gets the same warning, so the manifest written next never claims it.
-
-Stats: ``snapshot/stored``, ``snapshot/store_failed``, ``snapshot/batches``.
+Each ``PageItem``'s snapshot goes to one writer *process* over a pipe, which commits
+the files queued meanwhile together (``snapshots/batch_write.py``), so neither JSON,
+file system calls nor fsync run in the crawl's interpreter. The item goes on once
+its file is durable, so the pipelines after it (the JOBDIR journal, the manifest)
+never name a snapshot that a crash could lose. A failed write is a page warning.
 """
 
 from __future__ import annotations
@@ -111,8 +82,15 @@ class SnapshotStorePipeline:
                 waiter.set_result(item)
 
     def process_item(self, item: Any) -> Any:
+        # The answer to the page's batch resolves the returned future with the item
+        # once its file is durable (or has failed); it is read on the crawl's asyncio
+        # loop, one wake-up per batch. A plain future, not a coroutine awaiting a
+        # Deferred: Scrapy awaits any awaitable, and each page is spared a coroutine,
+        # a Deferred and its conversion. A revalidated 304 re-puts the prior with its
+        # flags under the same file name.
         if not isinstance(item, PageItem) or item.snapshot is None:
             return item
+        # The body leaves the item here: the feed and the manifest never carry it.
         snapshot, item.snapshot = item.snapshot, None
         waiter: asyncio.Future[PageItem] = asyncio.get_event_loop().create_future()
         try:
@@ -143,6 +121,10 @@ class SnapshotStorePipeline:
             inc(self.crawler.stats, "snapshot/stored", stored)
 
     def _failed(self, item: PageItem, exc: BaseException) -> None:
+        # The page keeps its outcome and its sourceRef, with the page warning
+        # ``store.put failed (...); page fetch result kept, snapshot not persisted``;
+        # the crawl goes on. A failed batch sync, or a writer process that died,
+        # fails every page it had not answered for.
         message = _describe(exc)
         spider: Any = self.crawler.spider
         spider.frontiers[item.seed_key].note_store_failure(item.index, message)

@@ -1,33 +1,9 @@
-"""Conditional GET with the stored snapshot's validators (SPEC §10, CONTRACT §2).
+"""Conditional GET with the stored snapshot's validators (docs/snapshots.md, "Revalidation").
 
-Enabled by ``TRAVERSE_REVALIDATE = True`` in ``live`` and ``capture`` modes
-(``replay`` never fetches); reads validators from ``TRAVERSE_STORE``, never
-writes (the snapshot pipeline re-puts a 304 in capture mode, SPEC §13.6).
-
-Per page, the prior is the page id's latest snapshot, looked up once (in a
-thread). Per hop — the first request, each redirect hop, each retry — the
-validators are sent only when the prior's URL *is* this hop's URL (WHATWG href,
-fragment removed, query verbatim) — or, for a snapshot written before issue 11,
-the form Scrapy's ``Request`` made of it (``urls.legacy_form``, docs/snapshots.md):
-the hop's conditional headers are replaced
-by ``If-None-Match: <etag>`` and/or ``If-Modified-Since: <lastModified>``, as
-stored, verbatim. They never cross a redirect to another URL.
-
-A 304 to a hop that carried the prior's validators is the prior, byte for byte
-(same ``fetchedAt``, hash, body), flagged ``fromCache`` and ``notModified``; it
-is put in ``request.meta["traverse_snapshot"]`` for the spider. This runs at
-650, before the redirect middleware (600) sees the response. Any other 304 is
-left alone, and the spider records ``http-error`` 304 ("unexpected 304").
-A rendered attempt (``meta["playwright"]``) is never conditional. A lookup that
-raises adds the page warning ``revalidate: prior-snapshot lookup failed (...);
-fetching unconditionally``.
-
-Meta keys: ``traverse_page_id`` (read), ``playwright`` (read),
-``traverse_revalidate_prior`` (the prior snapshot, or None: looked up once per
-page), ``traverse_revalidate_sent`` (the URL of the hop that carried the
-validators), ``traverse_snapshot`` (set on a trusted 304), ``traverse_warnings``.
-Stats: ``revalidate/conditional`` (requests sent with validators),
-``revalidate/not_modified`` (trusted 304s).
+With ``TRAVERSE_REVALIDATE``, in ``live`` and ``capture``: each hop whose URL is the
+URL of the page's latest snapshot is sent with that snapshot's ``ETag`` and
+``Last-Modified``, and a 304 to it stands for that snapshot, unchanged. Reads the
+store, never writes it (the snapshot pipeline re-puts a 304 in capture mode).
 """
 
 from __future__ import annotations
@@ -44,19 +20,13 @@ from twisted.internet.threads import deferToThread
 
 from traverse_crawl.config.settings import get_config
 from traverse_crawl.fetch import urls
-from traverse_crawl.fetch.attempt import (
-    CONDITIONAL_HEADERS,
-    REVALIDATE_SENT,
-    SNAPSHOT,
-    drop_validators,
-)
+from traverse_crawl.fetch.attempt import CONDITIONAL_HEADERS, drop_validators
+from traverse_crawl.meta_keys import PAGE_ID, REVALIDATE_PRIOR, REVALIDATE_SENT, SNAPSHOT, WARNINGS
 from traverse_crawl.snapshots.model import Snapshot, with_flags
 from traverse_crawl.snapshots.store import FilesystemSnapshotStore
 from traverse_crawl.stats import inc
 
 logger = logging.getLogger(__name__)
-
-PRIOR = "traverse_revalidate_prior"
 
 
 def request_identity(url: object) -> str | None:
@@ -71,10 +41,12 @@ def request_identity(url: object) -> str | None:
 
 
 def _same_url(hop_url: str, prior_url: object) -> bool:
-    """Whether a prior snapshot was fetched from this hop's URL (SPEC §10).
+    """Whether a prior snapshot was fetched from this hop's URL (WHATWG href, fragment
+    removed, query verbatim): validators never cross a redirect to another URL.
 
-    A snapshot written before issue 11 records the URL as Scrapy's ``Request``
-    rewrote it (``/x`` for ``/x?``, ``%7C`` for ``|``): that form matches too.
+    A snapshot in an older store records the URL as Scrapy's ``Request`` rewrote
+    it (``/x`` for ``/x?``, ``%7C`` for ``|``, ``urls.legacy_form``): that form
+    matches too (docs/snapshots.md).
     """
     hop = request_identity(hop_url)
     prior = request_identity(prior_url)
@@ -99,12 +71,12 @@ class RevalidateMiddleware:
 
     async def process_request(self, request: Request) -> None:
         meta = request.meta
-        page_id = meta.get("traverse_page_id")
+        page_id = meta.get(PAGE_ID)
         if not isinstance(page_id, str) or meta.get("playwright"):
             return
-        if PRIOR not in meta:
-            meta[PRIOR] = await self._lookup(page_id, meta)
-        prior: Snapshot | None = meta[PRIOR]
+        if REVALIDATE_PRIOR not in meta:
+            meta[REVALIDATE_PRIOR] = await self._lookup(page_id, meta)
+        prior: Snapshot | None = meta[REVALIDATE_PRIOR]
         if prior is None:
             return
         if not _same_url(request.url, prior.get("url")):
@@ -126,8 +98,8 @@ class RevalidateMiddleware:
             prior: Snapshot | None = await maybe_deferred_to_future(
                 deferToThread(self.store.latest, page_id)
             )
-        except Exception as exc:  # the I/O edge: fetch unconditionally (SPEC §10)
-            warnings: list[str] = meta.setdefault("traverse_warnings", [])
+        except Exception as exc:  # the I/O edge: fetch unconditionally, as Traverse does
+            warnings: list[str] = meta.setdefault(WARNINGS, [])
             warnings.append(
                 f"revalidate: prior-snapshot lookup failed ({exc}); fetching unconditionally"
             )
@@ -138,9 +110,12 @@ class RevalidateMiddleware:
         meta = request.meta
         if response.status != 304 or meta.get(REVALIDATE_SENT) != request.url:
             return response
-        prior: Snapshot | None = meta.get(PRIOR)
+        prior: Snapshot | None = meta.get(REVALIDATE_PRIOR)
         if prior is None:
             return response
+        # The prior, byte for byte (same fetchedAt, hash, body), for the spider to
+        # record. At 650, before the redirect middleware (600) sees the response; any
+        # other 304 is left alone, and the spider records http-error 304.
         meta[SNAPSHOT] = with_flags(prior, fromCache=True, notModified=True)
         inc(self.crawler.stats, "revalidate/not_modified")
         return response

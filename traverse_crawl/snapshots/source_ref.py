@@ -1,4 +1,4 @@
-"""``traverse-snapshot:`` provenance references (SPEC §14, CONTRACT §4).
+"""``traverse-snapshot:`` provenance references (docs/snapshots.md, "sourceRef").
 
 Built byte-identically to Traverse's ``buildSnapshotSourceRef``::
 
@@ -6,17 +6,20 @@ Built byte-identically to Traverse's ``buildSnapshotSourceRef``::
         + new URLSearchParams({url, sha256: bodyHash, fetchedAt}).toString()
 
 Parsed like ``parseSnapshotSourceRef``, except that a malformed percent-escape in
-the id gives None where Traverse throws ``URIError`` (SPEC §14 step 3, §17.8;
-forage's choice). The parser never raises, whatever it is given.
+the id gives None where Traverse throws ``URIError`` (forage's choice). The parser
+never raises, whatever it is given.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import quote_plus, unquote, unquote_plus
 
 from traverse_crawl.utils.javascript import encode_uri_component, well_formed
+
+if TYPE_CHECKING:
+    from traverse_crawl.snapshots.model import Snapshot
 
 PREFIX = "traverse-snapshot:"
 _HEX = frozenset("0123456789abcdefABCDEF")
@@ -37,8 +40,9 @@ def _form_encode(value: str) -> str:
     return quote_plus(well_formed(value), safe="*").replace("~", "%7E")
 
 
-def build_source_ref(snapshot: dict[str, Any]) -> str:
-    """The ref of a snapshot; ``fromCache``/``notModified`` are not part of it (SPEC §13.6)."""
+def build_source_ref(snapshot: Snapshot) -> str:
+    """The ref of a snapshot; ``fromCache``/``notModified`` are not part of it, so a
+    replayed page has the ref it was captured with."""
     query = "&".join(
         f"{key}={_form_encode(value)}"
         for key, value in (
@@ -89,7 +93,7 @@ def parse_search_params(query: str) -> list[tuple[str, str]]:
 
 
 def parse_source_ref(ref: object) -> SourceRef | None:
-    """Parse tolerantly: None for anything malformed, never an exception (SPEC §14)."""
+    """Parse tolerantly: None for anything malformed, never an exception."""
     if not isinstance(ref, str) or not ref.startswith(PREFIX):
         return None
     rest = ref[len(PREFIX) :]

@@ -1,26 +1,9 @@
-"""Traverse's filesystem snapshot store (SPEC §12, CONTRACT §4), readable by both implementations.
+"""Traverse's filesystem snapshot store, readable by both implementations (docs/snapshots.md).
 
 Layout: ``<root>/<source_dir_name(id)>/<fetchedAt with ":"→"-">-<bodyHash[:12]>.json``.
-File text: ``json.dumps(snapshot, indent=2, ensure_ascii=False)``, no final newline;
-binary bodies as ``bodyBytesBase64``, the last key. Writes are atomic (``core.atomic``;
-a capture's pages are committed in batches by ``core.groupcommit``, same guarantee).
-
-Where Traverse's code and its docs disagree, the code is copied (SPEC §17):
-- the order is newest first by ``fetchedAt`` and then ``bodyHash``, both compared
-  with JavaScript's ``localeCompare`` (ICU root collation), not by code point;
-- ``get`` returns the newest snapshot whose hash starts with the argument, with no
-  ambiguity check, so an empty prefix returns the newest (SPEC §17.6);
-- a directory that cannot be listed reads as empty, and a file that cannot be read,
-  decoded or parsed, or that lacks the snapshot shape, is skipped (with a warning
-  naming it: issue 10, where Traverse is silent);
-- file bytes are decoded as UTF-8 with U+FFFD, ``bodyBytesBase64`` is decoded as
-  leniently as Node's ``Buffer.from(s, "base64")``, and JSON's NaN/Infinity, which
-  ``JSON.parse`` rejects, make a file foreign, as does a number too large to be
-  finite (``1e400``, which JavaScript would read as Infinity);
-- ids are hashed as Node does: a lone surrogate is hashed as U+FFFD.
-
-One deliberate difference: ``put`` refuses a file name that would leave the
-source directory (a ``/`` in ``fetchedAt``), which only a hand-made file can carry.
+Writes are atomic (``utils/atomic.py``; a capture's pages are committed in batches
+by ``snapshots/batch_write.py``, same guarantee). Where Traverse's code and its docs
+disagree (the order, ``get``'s prefix, what is skipped), the code is copied.
 """
 
 from __future__ import annotations
@@ -34,11 +17,12 @@ import math
 import os
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 from traverse_crawl.snapshots.file_text import encode as encode
 from traverse_crawl.snapshots.file_text import serialize as serialize
 from traverse_crawl.snapshots.model import Snapshot
+from traverse_crawl.snapshots.source_ref import parse_source_ref
 from traverse_crawl.utils.atomic import atomic_write_bytes
 from traverse_crawl.utils.javascript import decode_base64, js_string, locale_compare, utf8
 
@@ -56,7 +40,7 @@ Damaged = list[str]
 
 
 def source_dir_name(source_id: str) -> str:
-    """SPEC §12: sanitise, trim ``-``, cut to 80, fall back to ``source``, add 8 hex.
+    """Traverse's rule: sanitise, trim ``-``, cut to 80, fall back to ``source``, add 8 hex.
 
     The trim comes before the cut, so a trailing ``-`` can survive it. After the
     sanitising only ASCII is left, so cutting code points equals JavaScript's
@@ -68,11 +52,11 @@ def source_dir_name(source_id: str) -> str:
 
 
 def file_name(snapshot: Snapshot) -> str:
-    """``<fetchedAt with ":" → "-">-<first 12 of bodyHash>.json`` (SPEC §12)."""
+    """``<fetchedAt with ":" → "-">-<first 12 of bodyHash>.json``."""
     return f"{snapshot['fetchedAt'].replace(':', '-')}-{snapshot['bodyHash'][:12]}.json"
 
 
-# -- file text (written by ``core.snapshotfile``) ---------------------------------
+# -- file text (written by ``snapshots/file_text.py``) ----------------------------
 
 
 def _reject_constant(name: str) -> Any:
@@ -81,7 +65,7 @@ def _reject_constant(name: str) -> Any:
 
 def _finite_float(text: str) -> float:
     # 1e400 parses as infinity, which the manifest could only write as the
-    # invalid JSON ``Infinity`` (issue 10): such a file is damaged.
+    # invalid JSON ``Infinity``: such a file is damaged.
     number = float(text)
     if not math.isfinite(number):
         raise ValueError(f"the number {text} is out of range")
@@ -105,7 +89,8 @@ def check_snapshot_text(text: str) -> Snapshot | str:
     ``bodyBytesBase64`` becomes ``bodyBytes``; any other ``bodyBytes`` (a JSON
     value cannot be bytes) makes the file foreign; other extra keys are kept.
     Stricter than Traverse: numbers must be finite, ``status`` a whole number,
-    and the optional fields must have their types (issue 10).
+    and the optional fields must have their types; a file that is not a snapshot
+    is skipped with a warning naming it, where Traverse skips it silently.
     """
     try:
         data = json.loads(text) if text.startswith("\ufeff") else _DECODER.decode(text)
@@ -140,14 +125,15 @@ def check_snapshot_text(text: str) -> Snapshot | str:
     redirects = data.get("redirects", [])
     if not isinstance(redirects, list) or not all(isinstance(r, str) for r in redirects):
         return "redirects is not a list of strings"
-    return data
+    return cast(Snapshot, data)
 
 
 # -- order -----------------------------------------------------------------------
 
 
 def _newest_first(a: Snapshot, b: Snapshot) -> int:
-    # Traverse's comparator, verbatim: equal fetchedAt strings fall to the hash.
+    # Traverse's comparator, verbatim: equal fetchedAt strings fall to the hash, and
+    # both compare with JavaScript's localeCompare (ICU root collation), not by code point.
     if a["fetchedAt"] == b["fetchedAt"]:
         return locale_compare(b["bodyHash"], a["bodyHash"])
     return locale_compare(b["fetchedAt"], a["fetchedAt"])
@@ -161,7 +147,11 @@ def sort_newest_first(snapshots: list[Snapshot]) -> list[Snapshot]:
 
 
 class FilesystemSnapshotStore:
-    """put / latest / get / list, with Traverse's newest-first order."""
+    """put / latest / get / list, with Traverse's newest-first order.
+
+    To read a snapshot: ``latest(page_id)`` (the page's newest capture, which replay
+    serves) or ``get_by_source_ref(ref)`` (the exact capture a manifest or an item names).
+    """
 
     def __init__(self, root: str) -> None:
         self.root = os.path.abspath(root)  # Traverse resolves the root once, too
@@ -180,7 +170,10 @@ class FilesystemSnapshotStore:
 
     def put(self, snapshot: Snapshot) -> str:
         """Write atomically and return the path. The same ``fetchedAt`` and hash
-        prefix overwrite the file, as a 304's re-put does (SPEC §12, §13.6)."""
+        prefix overwrite the file, as a 304's re-put does.
+
+        A file name that would leave the source directory (a ``/`` in ``fetchedAt``,
+        which only a hand-made file can carry) is refused (``path``)."""
         path = self.path(snapshot)
         atomic_write_bytes(path, encode(snapshot))
         return path
@@ -188,7 +181,7 @@ class FilesystemSnapshotStore:
     def list(self, source_id: str, damaged: Damaged | None = None) -> list[Snapshot]:
         """Every readable snapshot of ``source_id``, newest first.
 
-        The ``sourceId`` inside a file is not compared with ``source_id`` (SPEC §12).
+        The ``sourceId`` inside a file is not compared with ``source_id``, as in Traverse.
         Each damaged file is logged and, when ``damaged`` is given, described there.
         """
         return sort_newest_first(list(_read_directory(self.directory(source_id), damaged)))
@@ -198,7 +191,11 @@ class FilesystemSnapshotStore:
         return found[0] if found else None
 
     def get(self, source_id: str, hash_or_prefix: str) -> Snapshot | None:
-        """The newest snapshot whose hash starts with ``hash_or_prefix`` (SPEC §17.6)."""
+        """The newest snapshot whose hash starts with ``hash_or_prefix``.
+
+        No ambiguity check, so an empty prefix returns the newest: Traverse's code,
+        though its docs say "full or unambiguous prefix".
+        """
         for snapshot in self.list(source_id):
             if snapshot["bodyHash"].startswith(hash_or_prefix):
                 return snapshot
@@ -213,6 +210,16 @@ class FilesystemSnapshotStore:
             if snapshot["bodyHash"] == body_hash and snapshot["fetchedAt"] == fetched_at:
                 return snapshot
         return None
+
+    def get_by_source_ref(self, source_ref: str) -> Snapshot | None:
+        """The snapshot a ``traverse-snapshot:`` ref names (``find``), or None if none is stored.
+
+        Raises ``ValueError`` for a string that is not such a ref.
+        """
+        ref = parse_source_ref(source_ref)
+        if ref is None:
+            raise ValueError(f"not a traverse-snapshot sourceRef: {source_ref!r}")
+        return self.find(ref.source_id, ref.body_hash, ref.fetched_at)
 
     def walk(self, seed_id_prefix: str = "") -> Iterator[Snapshot]:
         """Every readable snapshot in the store, directory by directory.

@@ -1,22 +1,10 @@
-"""The crawl's side of the snapshot writer process (``core.snapshotchild``).
+"""The crawl's side of the snapshot writer process (``snapshots/writer_process.py``).
 
 ``SnapshotWriter`` starts the child, hands it each file as a ``(path, snapshot)``
-frame and reads its answers, all without blocking the
-crawl's event loop: the child's stdin is non-blocking, and what the pipe has no
-room for waits in memory (written when the loop reports the pipe writable); the
-answers are read when the loop reports them readable, one wake-up per batch.
-Memory is bounded by the crawl itself: a page's item waits in the pipeline
-until its file is durable, and Scrapy bounds the items in flight.
-
-After each batch, ``deliver(results)`` is called on the loop with one
-``(token, error)`` per file, in submission order (error None: durable). If the
-child ends before answering (killed, crashed), every file it had not answered
-fails with ``WriterLost``, and so does every later ``submit``: the crawl goes on
-and its pages carry the store warning; never a hang.
-
-The loop is anything with asyncio's ``add_reader``/``remove_reader``/
-``add_writer``/``remove_writer``: the crawl's asyncio loop, under Scrapy's
-asyncio reactor.
+frame and reads its answers without blocking the crawl's event loop (asyncio's
+``add_reader``/``add_writer``); what the pipe has no room for waits in memory,
+bounded by the items Scrapy keeps in flight. If the child ends before answering,
+every file it had not answered fails with ``WriterLost``: never a hang.
 """
 
 from __future__ import annotations
@@ -24,10 +12,13 @@ from __future__ import annotations
 import collections
 import signal
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from traverse_crawl.snapshots.writer_process import Failure
 from traverse_crawl.utils.framed_pipe import FramedChild, Loop, package_command
+
+if TYPE_CHECKING:
+    from traverse_crawl.snapshots.model import Snapshot
 
 Delivered = list[tuple[Any, BaseException | None]]
 
@@ -45,6 +36,9 @@ def error(found: Failure) -> BaseException:
 
 
 class SnapshotWriter(FramedChild):
+    """After each batch, ``deliver(results)`` is called on the loop with one
+    ``(token, error)`` per file, in submission order (error None: durable)."""
+
     def __init__(
         self, loop: Loop, deliver: Callable[[Delivered], None], use_syncfs: bool = True
     ) -> None:
@@ -59,7 +53,7 @@ class SnapshotWriter(FramedChild):
         self.on_end: list[Callable[[dict[str, Any]], None]] = []
         self._send({"use_syncfs": use_syncfs})
 
-    def submit(self, token: Any, path: str, snapshot: dict[str, Any]) -> None:
+    def submit(self, token: Any, path: str, snapshot: Snapshot) -> None:
         """Queue one file; ``token`` comes back with its result. Raises once the child is gone."""
         if self.lost is not None:
             raise WriterLost(str(self.lost))

@@ -1,29 +1,10 @@
 """The capture's snapshot writer process: renders and group-commits the pages' files.
 
-Why a process (issue 17, docs/performance.md "Round 2: a writer process"): a
-writer *thread* shares the GIL with the crawl's reactor thread, and each of its
-ten or so system calls per page (mkdir, open, write, fstat, rename, close, the
-syncs) hands the GIL over and back — about 0.7 ms of the reactor's wall time per
-page. A child process has its own interpreter; the crawl only serialises each
-snapshot onto a pipe and reads one short answer per batch.
-
-The protocol (``core.snapshotwriter`` is the crawl's side): frames of a 4-byte
-big-endian length and a ``marshal`` of builtins (a snapshot is a dict of
-str, int, bytes and a list of str; marshal is built into the interpreter, so the
-child imports nothing for it, and both ends are the same interpreter). On the child's stdin: first
-``{"use_syncfs": bool}``, then one ``(path, snapshot)`` per file. The child takes
-whatever whole frames are queued (up to ``MAX_BATCH``) as one batch, writes it
-with ``groupcommit.write_batch`` (temporary files, syncfs, renames, syncfs) and
-answers on stdout with one frame per batch: a list, in order, of ``None`` (the
-file is durable) or a ``Failure``. At EOF on stdin — the crawl closed the pipe,
-or died — it writes the whole frames it was given, then sends a summary dict
-(``batches``, ``files``, ``failed``, ``cpu_s``) and exits. It ignores SIGINT and
-SIGTERM: a Ctrl-C reaches the whole process group, and the crawl decides when
-the writer is done. A frame cut short by the crawl's death is dropped; no file
-is ever under its final name before it was whole on disk.
-
-Imports only the standard library, ``groupcommit`` (and ``atomic``) and
-``snapshotfile``: every capture pays this process's start-up.
+A process, not a thread: a writer thread shares the GIL with the crawl's reactor
+thread, and each of its ten or so system calls per page (mkdir, open, write, fstat,
+rename, close, the syncs) hands the GIL over and back, about 0.7 ms of the reactor's
+wall time per page. Imports only the standard library, ``snapshots/batch_write.py``
+and ``snapshots/file_text.py``: every capture pays this process's start-up.
 """
 
 from __future__ import annotations
@@ -40,6 +21,18 @@ from typing import Any
 from traverse_crawl.snapshots.batch_write import MAX_BATCH, write_batch
 from traverse_crawl.snapshots.file_text import encode
 
+# The protocol (``snapshots/writer.py`` is the crawl's side): frames of a 4-byte
+# big-endian length and a ``marshal`` of builtins (a snapshot is a dict of str, int,
+# bytes and a list of str; marshal is built into the interpreter, so the child imports
+# nothing for it, and both ends are the same interpreter). On the child's stdin: first
+# ``{"use_syncfs": bool}``, then one ``(path, snapshot)`` per file. The child takes
+# whatever whole frames are queued (up to MAX_BATCH) as one batch, writes it with
+# ``write_batch`` and answers on stdout with one frame per batch: a list, in order, of
+# ``None`` (the file is durable) or a ``Failure``. At EOF on stdin (the crawl closed
+# the pipe, or died) it writes the whole frames it was given, then sends a summary
+# dict (``batches``, ``files``, ``failed``, ``cpu_s``) and exits. A frame cut short
+# by the crawl's death is dropped; no file is ever under its final name before it
+# was whole on disk.
 LENGTH = struct.Struct(">I")
 CHUNK = 1 << 20  # bytes read from a pipe at a time
 # A file that is not durable, as sent back: (errno, strerror, filename, message).
@@ -122,6 +115,7 @@ def send(fd: int, obj: Any) -> bool:
 
 def main() -> None:
     """The child process: commit the files read on stdin until EOF, then the summary."""
+    # A Ctrl-C reaches the whole process group; the crawl decides when the writer is done.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     frames = Frames(0)

@@ -1,11 +1,9 @@
-"""Atomic file writes: temporary file, fsync, rename, directory fsync (CONTRACT §4).
+"""Atomic file writes: temporary file, fsync, rename, directory fsync (docs/snapshots.md).
 
-A crash at any point (SIGKILL, power loss after the fsyncs) leaves either the
-old file or the new one under the final name, never a part of one. The
-temporary file lives in the target directory (a rename is atomic only within
-one filesystem) and is named ``.<name>.<random>.tmp``: it never ends in
-``.json``, so neither this project's store nor Traverse's ever reads one that a
-crash left behind (SPEC §12 reads ``*.json`` only).
+A crash at any point (SIGKILL, power loss after the fsyncs) leaves either the old file
+or the new one under the final name, never a part of one. The temporary file lives in
+the target directory (a rename is atomic only within one filesystem) and is named
+``.<name>.<random>.tmp``: never ``*.json``, the only files either store implementation reads.
 """
 
 from __future__ import annotations

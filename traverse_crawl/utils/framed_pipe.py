@@ -1,14 +1,9 @@
 """The crawl's end of a child process fed frames on its stdin, answering in frames.
 
-Shared by the capture's snapshot writer (``snapshots/writer.py``) and replay's
-reader (``replay/reader.py``); the frames are ``snapshots/writer_process.py``'s.
-Neither direction blocks the crawl's event loop: what the child's stdin has no
-room for waits in memory and is written when the loop reports the pipe writable,
-and answers are read when the loop reports them readable, whole frames at a time.
-
-The loop is anything with asyncio's ``add_reader``/``remove_reader``/
-``add_writer``/``remove_writer``: the crawl's asyncio loop, under Scrapy's
-asyncio reactor.
+Shared by the capture's snapshot writer (``snapshots/writer.py``) and replay's reader
+(``replay/reader.py``); the frames are ``snapshots/writer_process.py``'s. Neither
+direction blocks the crawl's event loop (anything with asyncio's
+``add_reader``/``add_writer``): what the child's stdin has no room for waits in memory.
 """
 
 from __future__ import annotations

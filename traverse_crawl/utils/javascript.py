@@ -2,7 +2,7 @@
 
 Traverse's store is written by Node: ids are hashed as Node encodes them, base64
 bodies are decoded as leniently as ``Buffer.from``, and snapshots are ordered by
-``localeCompare``. These are the Python equivalents (SPEC §12, §14).
+``localeCompare``. These are the Python equivalents (docs/snapshots.md).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def js_string(value: str) -> str:
 
 
 def encode_uri_component(value: str) -> str:
-    """JavaScript's ``encodeURIComponent`` (SPEC §13.5), which throws on a lone surrogate.
+    """JavaScript's ``encodeURIComponent`` (page ids, refs), which throws on a lone surrogate.
 
     Raises ``ValueError`` (``UnicodeEncodeError``) where JavaScript throws ``URIError``.
     """

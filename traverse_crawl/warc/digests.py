@@ -1,14 +1,9 @@
-"""Where each stored capture's response record is, for revisit records (CONTRACT §8).
+"""Where each stored capture's response record is, for revisit records (docs/web-archives.md).
 
-A 304 from revalidation is written as a ``revisit`` record that names the
-earlier response by URL, WARC-Date and SHA-1 payload digest: pywb finds the
-original by that digest. The snapshot store keeps only the decoded body and its
-SHA-256, and the payload on the wire may have been gzip-encoded or in another
-charset, so the SHA-1 cannot be recomputed from the store. This file, one JSON
-line per capture (``sourceRef``, ``url``, ``date``, ``digest``) appended in the
-WARC directory, remembers it across crawls. A capture it does not know (made
-without WARC) is referred to by its ``fetchedAt`` and the SHA-1 of its stored
-body, which is right whenever the body was sent as stored.
+A revalidated 304 is a ``revisit`` record naming the earlier response by URL,
+WARC-Date and SHA-1 payload digest, by which pywb finds the original. The store
+keeps only the decoded body, so that SHA-1 cannot be recomputed from it: this file
+remembers it across crawls.
 """
 
 from __future__ import annotations
@@ -16,12 +11,19 @@ from __future__ import annotations
 import json
 import logging
 import os
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from traverse_crawl.warc.records import Written, sha1_digest
 
+if TYPE_CHECKING:
+    from traverse_crawl.snapshots.model import Snapshot
+
 logger = logging.getLogger(__name__)
 
+# One JSON line per capture (``sourceRef``, ``url``, ``date``, ``digest``), appended in
+# the WARC directory. A capture it does not know (made without WARC) is referred to
+# by its ``fetchedAt`` and the SHA-1 of its stored body, which is right whenever the
+# body was sent as stored (not gzip-encoded, not in another charset).
 FILE_NAME = "traverse-payload-digests.jsonl"
 
 
@@ -61,7 +63,7 @@ class DigestIndex:
         if self._known is not None:
             self._known[source_ref] = response
 
-    def earlier(self, source_ref: str, prior: dict[str, Any]) -> Written:
+    def earlier(self, source_ref: str, prior: Snapshot) -> Written:
         """The response record a revisit refers to, for the stored snapshot ``prior``."""
         if self._known is None:
             self._known = self._load()

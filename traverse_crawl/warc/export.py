@@ -1,13 +1,9 @@
-"""``scrapy warc export``: the store's snapshots as WARC ``resource`` records (CONTRACT §8).
+"""``scrapy warc export``: the store's snapshots as WARC ``resource`` records.
 
-The store keeps decoded bodies and no server headers, so an export claims
-nothing it does not have: each snapshot is a ``resource`` record (no HTTP
-headers at all, so no ``Content-Encoding`` or ``Content-Length`` of the
-server's) whose ``Content-Type`` is the stored kind's media type (text as
-UTF-8), dated with the snapshot's ``fetchedAt``, followed by a ``metadata``
-record (``WARC-Concurrent-To`` it) with the page id, ``sourceRef``,
-``bodyHash`` and the snapshot's other fields, which ``scrapy warc import``
-restores.
+The store keeps decoded bodies and no server headers, so an export claims nothing it
+does not have: each snapshot is a ``resource`` record with the stored kind's media
+type, dated with its ``fetchedAt``, followed by a ``metadata`` record with the fields
+``scrapy warc import`` restores.
 """
 
 from __future__ import annotations

@@ -1,44 +1,11 @@
-"""Write every HTTP exchange of a capture to WARC files (CONTRACT §8).
+"""Write every HTTP exchange of a capture to WARC files (docs/web-archives.md).
 
-Enabled in ``capture`` mode when ``TRAVERSE_WARC_DIR`` is set; files roll at
-``TRAVERSE_WARC_MAX_SIZE`` bytes (``core.warc``). The records come from
-Scrapy's ``response_downloaded`` signal, sent by the downloader as soon as a
-download handler returns and before any downloader middleware's
-``process_response``: the body is the payload as received (HTTP/1.1 chunking
-removed by Twisted, ``Content-Encoding`` not yet decoded by
-HttpCompressionMiddleware), and the request is the one the handler sent. So
-every request that got a response is written, robots.txt, redirect hops and
-retries included:
-
-- a ``request`` record (``WARC-Concurrent-To`` its response) and a ``response``
-  record; a download cut short (robots.txt past 500 KiB) is ``WARC-Truncated``;
-- a 304 to a conditional GET that carried the stored snapshot's validators is a
-  ``revisit`` record (profile server-not-modified) referring to the earlier
-  capture's response (``core.warcdigests``);
-- a rendered page (flag ``playwright``) is the response received for the
-  page's own navigation, before decoding (meta ``traverse_warc_navigation``,
-  set by the page guard), not the serialised DOM; a navigation handed back to Scrapy
-  unrendered (a redirect, an error status, a PDF) is written from the same
-  meta key when the ``response_received`` signal brings it;
-- after each page's last response, once its item has passed the pipelines, a
-  ``metadata`` record with the page id, ``sourceRef``, SHA-256 ``bodyHash``,
-  ``fetchedAt``, content type, status, redirects, validators (or the error
-  kind): the fields ``scrapy warc import`` restores.
-
-The reactor thread only takes what a record needs (headers, body, the time)
-and hands it to one writer *process* over a pipe (``core.warcwriter``), which
-builds, hashes, compresses and appends the records in order, on another core
-and outside this interpreter's GIL (docs/performance.md). The pipe is closed
-when the spider closes, also after a SIGTERM (Scrapy's graceful shutdown); the
-writer then writes what it was given, closes and renames its file and reports
-its counts. A write that fails (disk full) is logged, counted, and never stops
-the crawl.
-
-Meta keys: ``traverse_page_id``, ``traverse_revalidate_sent``,
-``traverse_revalidate_prior`` (read), ``traverse_warc_navigation`` (read).
-Stats: ``warc/responses``, ``warc/revisits``, ``warc/metadata`` (counted as
-handed to the writer); ``warc/records``, ``warc/files``, ``warc/write_failed``
-(reported by the writer when the spider closes).
+Enabled in ``capture`` mode when ``TRAVERSE_WARC_DIR`` is set. The records come from
+Scrapy's ``response_downloaded`` signal, sent before any downloader middleware's
+``process_response``: the payload as received, before content decoding, and the
+request the handler sent, so robots.txt, redirect hops and retries are written too.
+The reactor thread only takes what a record needs and hands it to one writer
+process over a pipe (``warc/writer.py``); a failed write never stops the crawl.
 """
 
 from __future__ import annotations
@@ -53,11 +20,10 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 
-from traverse_crawl import __version__
 from traverse_crawl.config.settings import get_config
-from traverse_crawl.fetch.attempt import REVALIDATE_SENT as SENT
-from traverse_crawl.snapshots.revalidate_middleware import PRIOR
+from traverse_crawl.meta_keys import PAGE_ID, REVALIDATE_PRIOR, REVALIDATE_SENT, WARC_NAVIGATION
 from traverse_crawl.stats import inc
+from traverse_crawl.version import __version__
 from traverse_crawl.warc import records as warc
 from traverse_crawl.warc.export import metadata_fields
 from traverse_crawl.warc.writer import Exchange, Metadata, RawHeaders, WriterProcess
@@ -116,16 +82,16 @@ class WarcWriterExtension:
         status, body, url = response.status, response.body, response.url
         headers: RawHeaders = list(response.headers.items())
         if "playwright" in response.flags:
-            navigation = meta.pop(warc.NAVIGATION, None)
+            navigation = meta.pop(WARC_NAVIGATION, None)
             if not navigation:
                 return  # nothing the browser received for the page itself to write
             status, body = navigation["status"], navigation["body"]
             headers, url = _raw(navigation["headers"]), navigation.get("url", url)
-        prior = meta.get(PRIOR)
-        revisit = status == 304 and prior is not None and meta.get(SENT) == request.url
+        prior = meta.get(REVALIDATE_PRIOR)
+        revisit = status == 304 and prior is not None and meta.get(REVALIDATE_SENT) == request.url
         inc(self.crawler.stats, "warc/revisits" if revisit else "warc/responses")
         key = next(self.keys)
-        page_id = meta.get("traverse_page_id")
+        page_id = meta.get(PAGE_ID)
         page = page_id if isinstance(page_id, str) else ""
         earlier = self.last_response.get(page) if page else None
         self._send(
@@ -153,7 +119,7 @@ class WarcWriterExtension:
         """A navigation Chromium received but did not render (a redirect, an error
         status, a PDF): handed back to Scrapy by the render middleware, never
         downloaded by Scrapy, so ``response_downloaded`` did not see it."""
-        if warc.NAVIGATION in request.meta and "playwright" not in response.flags:
+        if WARC_NAVIGATION in request.meta and "playwright" not in response.flags:
             flagged = response.replace(flags=[*response.flags, "playwright"])
             self.response_downloaded(flagged, request, **kwargs)
 

@@ -1,17 +1,10 @@
-"""``scrapy warc import``: WARC/WACZ records into snapshots (CONTRACT §8).
+"""``scrapy warc import``: WARC/WACZ records into snapshots (docs/web-archives.md).
 
-Every 2xx ``response`` and every ``resource`` record of an http(s) URL whose media type is one
-of the store's kinds (``html``, ``pdf``, ``png``, ``jpeg``, and ``text/*`` as
-``text``) becomes a snapshot of page id ``encodeURIComponent(ID)::URL``, with
-the record's date as ``fetchedAt`` (Traverse's millisecond form). The payload is
-decoded by warcio (chunked transfer coding, gzip/deflate/br content coding),
-then the text is decoded as a capture decodes it (SPEC §9). When a ``metadata``
-record written by traverse_crawl names the record (``WARC-Concurrent-To``), its
-``pageId`` URL, ``fetchedAt``, ``redirects``, ``etag``, ``lastModified`` and
-``rendered`` are restored, so an export imports back to the snapshots it came
-from. Of several records of one page the latest wins: one older than a
-record already imported for its page is not written (replay reads the latest
-anyway). Damaged records are skipped and reported (``core.warcread``).
+Every 2xx ``response`` and every ``resource`` record of an http(s) URL whose media
+type is one of the store's kinds becomes a snapshot of page id
+``encodeURIComponent(ID)::URL``; a ``metadata`` record written by traverse_crawl
+restores the snapshot's other fields, so an export imports back to the snapshots it
+came from. Damaged records are skipped and reported (``warc/reader.py``).
 """
 
 from __future__ import annotations
@@ -21,11 +14,12 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from warcio.recordloader import ArcWarcRecord
 
 from traverse_crawl.snapshots import model as snap
+from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.utils.javascript import encode_uri_component
 from traverse_crawl.warc.reader import read_records
 
@@ -90,11 +84,11 @@ def candidates(
     source_id: str,
     report: ImportReport,
     progress: Callable[[int], None] = lambda _: None,
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[Snapshot]:
     """Snapshots from ``sources``, in file order; every bad record is in ``report``."""
     metadata = _our_metadata(sources)
     prefix = encode_uri_component(source_id) + "::"
-    found: list[dict[str, Any]] = []
+    found: list[Snapshot] = []
 
     def handle(record: ArcWarcRecord, offset: int) -> None:
         report.records += 1
@@ -115,14 +109,14 @@ def candidates(
             yield from _drain(found)
 
 
-def _drain(found: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+def _drain(found: list[Snapshot]) -> Iterator[Snapshot]:
     while found:
         yield found.pop(0)
 
 
 def _snapshot(
     record: ArcWarcRecord, metadata: dict[str, dict[str, str]], prefix: str
-) -> dict[str, Any] | None:
+) -> Snapshot | None:
     headers = record.rec_headers
     url = headers.get_header("WARC-Target-URI") or ""
     if record.rec_type == "response" and record.http_headers is not None:

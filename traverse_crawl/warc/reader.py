@@ -1,13 +1,8 @@
-"""Read WARC files record by record, surviving damage (CONTRACT §8).
+"""Read WARC files record by record, surviving damage (docs/web-archives.md).
 
-warcio parses the records; this module decides what a damaged file means.
-warcio stops quietly at a record cut short and reads a file that is not a WARC
-as a series of ARC lines, so each file is checked here: a stretch that does not
-start with ``WARC/`` (after gzip), a record that fails to parse or whose digest
-does not match, and bytes left after the last record are each one *bad*
-record, named by its offset. Reading then resumes at the next place a record
-can start (a gzip member header in a ``.gz`` file, ``WARC/1.`` otherwise), so
-the records after the damage are still read.
+warcio parses the records; this module decides what a damaged file means. warcio
+stops quietly at a record cut short and reads a file that is not a WARC as ARC
+lines, so each file is checked here, and reading resumes after each bad record.
 """
 
 from __future__ import annotations
@@ -65,6 +60,11 @@ def _next_start(fh: BinaryIO, after: int, gzipped: bool) -> int | None:
         position += _CHUNK
 
 
+# A stretch that does not start with ``WARC/`` (after gzip), a record that fails to
+# parse or whose digest does not match, and bytes left after the last record are each
+# one *bad* record, named by its offset. Reading then resumes at the next place a
+# record can start (a gzip member header in a ``.gz`` file, ``WARC/1.`` otherwise), so
+# the records after the damage are still read.
 def read_records(fh: BinaryIO, size: int, handle: Handler) -> Iterator[Bad]:
     """Call ``handle(record, offset)`` for each good record; yield each bad one.
 

@@ -1,21 +1,9 @@
-"""WARC 1.1 records and rolling WARC files, built with warcio (CONTRACT §8).
+"""WARC 1.1 records and rolling WARC files, built with warcio (docs/web-archives.md).
 
-warcio builds every record and computes its digests (SHA-1, base32, as the
-WARC tools and pywb's revisit lookup expect); nothing here writes WARC syntax
-by hand. What this module owns is the file life cycle and the compression:
-
-- records go to ``<name>.warc.gz.open``; a file is closed (flushed, fsynced)
-  and renamed to ``<name>.warc.gz`` once it passes the size limit or at the end
-  of the crawl, so a finished name is always a complete file; a SIGKILL leaves
-  at most one ``.open`` file whose last record may be cut (``warcio check``
-  names it);
-- each record is one gzip member (``warcio`` and pywb seek to any record), but
-  compressed at ``GZIP_LEVEL`` 1 with ISA-L (``isal``: the same deflate format,
-  about a fifth of zlib level 1's CPU for a 22 KB page and a smaller result)
-  rather than warcio's zlib level 9, which costs about forty times the CPU
-  (1.7 ms for that page); ``warcio recompress`` makes level-9 copies later, off
-  the crawl (docs/performance.md, docs/web-archives.md). Levels above ISA-L's 3
-  (an export's) use zlib.
+warcio builds every record and computes its digests (SHA-1, base32, as the WARC tools
+and pywb's revisit lookup expect); nothing here writes WARC syntax by hand. What this
+module owns is the file life cycle (``RollingWarcFiles``: ``.open`` until complete)
+and the compression (one gzip member per record, ISA-L).
 """
 
 from __future__ import annotations
@@ -37,13 +25,16 @@ from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
 from warcio.warcwriter import WARCWriter
 
+# Each record is one gzip member (warcio and pywb seek to any record), compressed at
+# level 1 with ISA-L (``isal``: the same deflate format, about a fifth of zlib level 1's
+# CPU for a 22 KB page and a smaller result) rather than warcio's zlib level 9, which
+# costs about forty times the CPU (1.7 ms for that page); ``warcio recompress`` makes
+# level-9 copies later, off the crawl. Levels above ISA-L's 3 (an export's) use zlib.
 GZIP_LEVEL = 1
 GZIP_WBITS = zlib.MAX_WBITS + 16  # a gzip header and trailer: one member per record
 OPEN_SUFFIX = ".open"
 SERVER_NOT_MODIFIED = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 Headers = list[tuple[str, str]]
-# Meta key: a rendered page's navigation response as received for the browser.
-NAVIGATION = "traverse_warc_navigation"
 
 # One builder for record ids, dates and digests (warcio's RecordBuilder).
 BUILDER = RecordBuilder(warc_version="1.1")
@@ -231,6 +222,10 @@ class RollingWarcFiles:
 
     Every file starts with a ``warcinfo`` record made of ``info``. Records
     passed to one ``write`` call stay in one file (a request with its response).
+    Records go to ``<name>.warc.gz.open``; a file is closed (flushed, fsynced) and
+    renamed to ``<name>.warc.gz`` once it passes the size limit or at the end of the
+    crawl, so a finished name is always a complete file; a SIGKILL leaves at most one
+    ``.open`` file whose last record may be cut (``warcio check`` names it).
     """
 
     def __init__(

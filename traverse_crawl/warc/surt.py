@@ -1,16 +1,9 @@
 """SURT keys for a WACZ's CDXJ index, as pywb computes them for look-ups.
 
-Hand-written on purpose: the one Python SURT library (``surt``, which
-``cdxj-indexer`` and ``wacz`` depend on) is AGPL-3.0, and runtime dependencies
-must be permissive. pywb binary-searches its index by the SURT of the URL asked
-for, so these keys must equal that library's default ``surt(url)`` for the
-URLs a store holds (WHATWG-normalised already); ``tests/test_warc_export.py``
-compares them with ``surt`` itself (run in the test-only pywb venv). The rules
-(IA's canonicaliser): no scheme; host lowercased, a leading ``www``/``wwwN``
-label dropped, labels reversed and comma-joined; the port unless it is the
-scheme's default; ``)``; the path lowercased, without a trailing ``/`` (but
-``/`` stays); the query lowercased with its ``&``-separated arguments sorted;
-no fragment.
+Hand-written on purpose: the one Python SURT library (``surt``) is AGPL-3.0, and
+runtime dependencies must be permissive. pywb binary-searches its index by the SURT
+of the URL asked for, so these keys must equal that library's default ``surt(url)``
+for the URLs a store holds; ``tests/test_warc_export.py`` compares them with it.
 """
 
 from __future__ import annotations
@@ -41,6 +34,10 @@ def _query(query: str) -> str:
     return "&".join("=".join(arg) for arg in args)
 
 
+# The rules (IA's canonicaliser): no scheme; host lowercased, a leading ``www``/``wwwN``
+# label dropped, labels reversed and comma-joined; the port unless it is the scheme's
+# default; ``)``; the path lowercased, without a trailing ``/`` (but ``/`` stays); the
+# query lowercased with its ``&``-separated arguments sorted; no fragment.
 def surt(url: str) -> str:
     parts = urlsplit(url)
     host = _WWW.sub("", (parts.hostname or "").lower())

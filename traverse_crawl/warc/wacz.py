@@ -1,17 +1,10 @@
-"""WACZ 1.1.1 packages of an export (CONTRACT §8), opened by ReplayWeb.page and pywb.
+"""WACZ 1.1.1 packages of an export, opened by ReplayWeb.page and pywb (docs/web-archives.md).
 
-A WACZ is a ZIP (stored, so its members can be read by range) of:
-``archive/data.warc.gz`` (the export's WARC), ``indexes/index.cdx`` (a CDXJ
-line per ``resource`` record, sorted: SURT key, 14-digit timestamp, JSON with
-``url``, ``mime``, ``status``, ``digest``, ``length``, ``offset``,
-``filename``), ``pages/pages.jsonl`` (the crawl's pages) and
-``datapackage.json`` (every member's SHA-256 and size). The index is named
-``.cdx`` (CDXJ lines inside): pywb's ``wb-manager add --unpack-wacz`` only
-takes ``.cdx``/``.cdx.gz`` members, and ReplayWeb.page reads both names.
-
-Written by hand: the ``wacz`` package (Apache-2.0) would bring about fifty
-packages, among them an AGPL one (``surt``) that a runtime dependency may not
-have; the format is four small, documented files (specs.webrecorder.net/wacz).
+A WACZ is a ZIP (stored, so its members can be read by range) of the export's WARC,
+a CDXJ index, the pages and ``datapackage.json``. Written by hand: the ``wacz``
+package (Apache-2.0) would bring about fifty packages, among them an AGPL one
+(``surt``) that a runtime dependency may not have; the format is four small,
+documented files (specs.webrecorder.net/wacz).
 """
 
 from __future__ import annotations
@@ -33,6 +26,9 @@ WACZ_VERSION = "1.1.1"
 WARC_NAME = "data.warc.gz"
 
 
+# The index is named ``indexes/index.cdx`` (CDXJ lines inside): pywb's
+# ``wb-manager add --unpack-wacz`` only takes ``.cdx``/``.cdx.gz`` members, and
+# ReplayWeb.page reads both names.
 def cdxj_line(page: Page) -> str:
     timestamp = "".join(ch for ch in page.ts if ch.isdigit())[:14]
     fields = {

@@ -1,23 +1,9 @@
-"""The WARC writer process: records built, hashed, compressed and appended off the crawl (§8).
+"""The WARC writer process: records built, hashed, compressed and appended off the crawl.
 
-Why a process and not a thread: a capture is bound by its one reactor thread.
-A writer thread in the same interpreter shares the GIL with it: warcio's
-record building is Python code that holds the GIL, and every time the reactor
-released the GIL for a system call the writer took it and the reactor waited.
-Profiled (docs/performance.md), that cost the crawl about 1 ms of wall time per
-page beyond the 0.4 ms the records themselves cost. A child process has its
-own interpreter: the crawl only pickles what a record needs and writes it to a
-pipe; everything else runs on another core.
-
-The crawl (``WriterProcess``) sends frames on the child's stdin: a 4-byte
-big-endian length, then a pickle of builtins — first the file settings, then
-one ``Exchange`` or ``Metadata`` per job. The child writes them in order. At
-EOF (the crawl closed the pipe, or died) it closes and renames the open file,
-prints a JSON ``Summary`` on stdout and exits. It ignores SIGINT and SIGTERM:
-a Ctrl-C or a stop of the process group reaches the crawl, which closes the pipe
-once its graceful shutdown is done, and the child then finishes the records it
-was given (a SIGKILL of both leaves at most the last record of the ``.open``
-file incomplete).
+A process, not a thread: a capture is bound by its one reactor thread, and a writer
+thread shares the GIL with it (warcio's record building is Python code); that cost
+the crawl about 1 ms of wall time per page beyond the 0.4 ms the records themselves
+cost. The crawl (``WriterProcess``) only pickles what a record needs onto a pipe.
 """
 
 from __future__ import annotations
@@ -33,16 +19,26 @@ import sys
 from collections import deque
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
-from typing import IO, Any, NamedTuple
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from traverse_crawl.snapshots.source_ref import build_source_ref
 from traverse_crawl.utils.child_process import start_writer
 from traverse_crawl.warc import records as warc
 from traverse_crawl.warc.digests import DigestIndex
 
+if TYPE_CHECKING:
+    from traverse_crawl.snapshots.model import Snapshot
+
 _LENGTH = struct.Struct(">I")
 _ID = "WARC-Record-ID"
-MAX_PENDING = 4 << 20  # beyond the pipe (core.childproc), up to 4 MiB in memory before it waits
+# The protocol: frames on the child's stdin of a 4-byte big-endian length, then a
+# pickle of builtins: first the file settings, then one ``Exchange`` or ``Metadata``
+# per job, written in order. At EOF (the crawl closed the pipe, or died) the child
+# closes and renames the open file, prints a JSON ``Summary`` on stdout and exits.
+# It ignores SIGINT and SIGTERM: the crawl closes the pipe once its graceful shutdown
+# is done, and the child then finishes the records it was given (a SIGKILL of both
+# leaves at most the last record of the ``.open`` file incomplete).
+MAX_PENDING = 4 << 20  # beyond the pipe (utils/child_process.py), up to 4 MiB in memory
 RawHeaders = list[tuple[bytes, list[bytes]]]  # Scrapy's Headers.items(): name, values
 
 
@@ -60,7 +56,7 @@ class Exchange(NamedTuple):
     method: str
     request_headers: RawHeaders
     request_body: bytes
-    prior: dict[str, Any] | None  # the stored snapshot a 304 revalidated: a revisit
+    prior: Snapshot | None  # the stored snapshot a 304 revalidated: a revisit
     page: bool  # a page's response: its Metadata follows
     supersedes: int | None  # the same page's earlier hop (a redirect), no Metadata follows
 

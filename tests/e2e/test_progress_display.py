@@ -1,0 +1,85 @@
+"""Progress per seed (``TRAVERSE_PROGRESS``): log lines when stderr is not a terminal, a live
+display under a pseudo-terminal that keeps log lines whole, nothing with ``off``."""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import subprocess
+import sys
+
+from tests.support.cli import REPO, crawl_args, scrapy, scrapy_env
+from tests.support.server import Reply, Server
+
+LINE = re.compile(r"seed prog: (\d+)/30 pages, (\d+) queued, (\d+) errors, (\d+) pages/min")
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def slow_site(server: Server) -> None:
+    links = "".join(f'<a href="/p{i}">{i}</a>' for i in range(40))
+    pages = {f"/p{i}": Reply(body=f"page {i}", delay=0.05) for i in range(40)}
+    pages["/p3"] = Reply(status=404, body="gone", delay=0.05)
+    server.site({"/": links, **pages})
+
+
+def args(server: Server, tmp_path, *extra: str) -> list[str]:
+    return [
+        "crawl", "traverse", "-a", f"url={server.url('/')}", "-a", "source_id=prog",
+        *crawl_args(tmp_path, server.origin), "-s", "TRAVERSE_MAX_PAGES=30",
+        "-s", "TRAVERSE_MIN_DELAY=0.1", *extra,
+    ]  # fmt: skip
+
+
+def test_log_lines_every_logstats_interval_when_not_a_terminal(server, tmp_path):
+    slow_site(server)
+    run = scrapy(*args(server, tmp_path, "-s", "LOGSTATS_INTERVAL=0.5"))
+    assert run.returncode == 0, run.stderr[-2000:]
+    found = [tuple(map(int, m.groups())) for m in LINE.finditer(run.stderr)]
+    assert len(found) >= 2, run.stderr[-3000:]
+    recorded = [f[0] for f in found]
+    assert recorded == sorted(recorded) and recorded[-1] < 30
+    assert any(errors == 1 for _, _, errors, _ in found if _ is not None)
+    assert all(rate > 0 for *_, rate in found[1:])
+    assert all("INFO: seed prog: " in ln for ln in run.stderr.splitlines() if "seed prog:" in ln)
+
+
+def test_off_means_no_progress(server, tmp_path):
+    slow_site(server)
+    run = scrapy(
+        *args(server, tmp_path, "-s", "LOGSTATS_INTERVAL=0.5", "-s", "TRAVERSE_PROGRESS=off")
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "seed prog:" not in run.stderr
+
+
+def test_live_display_under_a_pseudo_terminal_keeps_log_lines_whole(server, tmp_path):
+    slow_site(server)
+    leader, follower = pty.openpty()
+    env = {**scrapy_env(), "TERM": "xterm", "COLUMNS": "160", "LINES": "40"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "scrapy", *args(server, tmp_path)],
+        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=follower,
+    )  # fmt: skip
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # EIO: the other side closed
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait(timeout=120)
+    os.close(leader)
+    assert proc.returncode == 0
+    screen = ANSI.sub("", b"".join(chunks).decode("utf-8", "replace")).replace("\r", "\n")
+    lines = screen.splitlines()
+    # The display's rows: the seed, its figures, and the final figures at the end.
+    assert any(re.search(r"prog .*\d+/30 pages .*queued .*errors .*pages/min", ln) for ln in lines)
+    assert any("30/30 pages" in ln and "1 errors" in ln for ln in lines), screen[-3000:]
+    # Log lines printed during the display are whole lines of their own.
+    for text in ("[scrapy.core.engine] INFO: Spider opened", "INFO: Spider closed (finished)"):
+        assert any(ln.endswith(text) for ln in lines), text
+    assert not any("queued" in ln and "INFO:" in ln for ln in lines)

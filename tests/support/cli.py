@@ -1,0 +1,42 @@
+"""Run ``scrapy`` as a user would: a subprocess in the project directory."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def scrapy_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("SCRAPY_SETTINGS_MODULE", None)  # found through scrapy.cfg, as for a user
+    env["PYTHONPATH"] = str(REPO)
+    return env
+
+
+def scrapy(
+    *args: str, timeout: float = 60, python_flags: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
+    """``python_flags``: the interpreter's own options, such as ``("-X", "importtime")``."""
+    return subprocess.run(
+        [sys.executable, *python_flags, "-m", "scrapy", *args],
+        cwd=REPO,
+        env=scrapy_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def crawl_args(tmp: Path, *origins: str) -> list[str]:
+    """Settings every CLI test crawl needs: throwaway dirs, loopback allowed, no delay."""
+    return [
+        "-s", f"TRAVERSE_STORE={tmp / 'store'}",
+        "-s", f"TRAVERSE_MANIFEST_DIR={tmp / 'manifests'}",
+        "-s", f"TRAVERSE_EGRESS_ALLOW={','.join(origins)}",
+        "-s", "TRAVERSE_MIN_DELAY=0",
+    ]  # fmt: skip

@@ -1,0 +1,245 @@
+"""The package's shape: no import cycle, pure modules free of Scrapy, every package documented.
+
+Reads every module's ``import`` statements (function-level ones included: a
+lazy import that hides a cycle is still a cycle) with ``ast``; imports nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+import traverse_crawl
+
+ROOT = Path(traverse_crawl.__file__).parent
+PACKAGE = "traverse_crawl"
+# What a pure module may not import: Scrapy, Twisted and the browser stack.
+SCRAPY_STACK = ("scrapy", "twisted", "playwright", "scrapy_playwright")
+# The modules that translate between the pure logic and Scrapy (middlewares,
+# pipelines, extensions, the spider, commands, download handlers). Every other
+# module of the package is pure: it imports nothing of SCRAPY_STACK, and of the
+# package only other pure modules. A new module is pure unless it is named here.
+# The package itself names the public API, adapters included (imported only when a
+# name is used: tests/unit/test_public_api.py), so no module of the package imports it.
+ADAPTERS = frozenset({PACKAGE}) | frozenset(
+    f"{PACKAGE}.{name}"
+    for name in """
+    addon settings
+    commands.common commands.crawl commands.crawlstatus commands.diff commands.report
+    commands.snapshot commands.snapshots commands.warc
+    crawl.outcomes crawl.progress_extension crawl.scheduler crawl.spider crawl.spider_settings
+    crawl.stop
+    distributed.ledger_slot distributed.pipeline distributed.shared_politeness
+    distributed.worker
+    egress.dns_lookup egress.middleware egress.resolver
+    fetch.exceptions fetch.failures fetch.handler fetch.request fetch.tls_middleware
+    fetch.userinfo_middleware
+    jobdir.pipeline manifests.pipeline
+    politeness.delay_middleware politeness.delay_slot politeness.redirect_middleware
+    politeness.retry_middleware politeness.robots_middleware
+    rendering.addon rendering.browser rendering.handler rendering.middleware
+    rendering.navigation rendering.pageguard rendering.response rendering.settle
+    replay.middleware
+    runtime.heap_extension runtime.log_level_extension runtime.process_wide
+    runtime.refill_extension
+    sitemaps.requests snapshots.pipeline snapshots.revalidate_middleware warc.extension
+    """.split()
+)
+
+
+def module_names() -> dict[str, Path]:
+    names = {}
+    for path in ROOT.rglob("*.py"):
+        parts = path.relative_to(ROOT.parent).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        names[".".join(parts)] = path
+    return names
+
+
+def imported(path: Path, name: str, modules: Mapping[str, Path]) -> set[str]:
+    """Every module of the package that ``name`` (at ``path``) imports, and the rest."""
+    found: set[str] = set()
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = name.split(".")
+                anchor = anchor[: len(anchor) - node.level + (1 if is_package else 0)]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                # ``from pkg import mod`` imports the module pkg.mod.
+                sub = f"{base}.{alias.name}"
+                found.add(sub if sub in modules else base)
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    modules = module_names()
+    return {
+        name: {dep for dep in imported(path, name, modules) if dep in modules and dep != name}
+        for name, path in modules.items()
+    }
+
+
+def cycles(edges: Mapping[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for dep in sorted(edges.get(node, ())):
+            if dep not in index:
+                visit(dep)
+                low[node] = min(low[node], low[dep])
+            elif dep in on_stack:
+                low[node] = min(low[node], index[dep])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return found
+
+
+@pytest.mark.parametrize(
+    ("edges", "expected"),
+    [
+        ({"a": {"b"}, "b": set()}, []),
+        ({"a": {"b"}, "b": {"a"}}, [["a", "b"]]),
+        ({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}, [["a", "b", "c"]]),
+        ({"a": {"b", "c"}, "b": {"d"}, "c": {"d"}, "d": set()}, []),
+    ],
+)
+def test_the_cycle_finder(edges, expected):
+    assert cycles(edges) == expected
+
+
+def test_the_graph_sees_the_package():
+    edges = graph()
+    assert f"{PACKAGE}.rendering.middleware" in edges
+    assert f"{PACKAGE}.rendering.pageguard" in edges[f"{PACKAGE}.rendering.middleware"]
+    assert f"{PACKAGE}.fetch.urls" in edges[f"{PACKAGE}.crawl.links"]
+
+
+def test_no_import_cycle_in_the_package():
+    assert cycles(graph()) == []
+
+
+def _stack(dep: str) -> bool:
+    return any(dep == name or dep.startswith(name + ".") for name in SCRAPY_STACK)
+
+
+def test_pure_modules_import_nothing_from_scrapy_or_the_adapters():
+    modules = module_names()
+    for name, path in modules.items():
+        if name in ADAPTERS:
+            continue
+        for dep in imported(path, name, modules):
+            assert not _stack(dep), f"{name} is pure but imports {dep}"
+            assert dep not in ADAPTERS, f"{name} is pure but imports the adapter {dep}"
+
+
+def test_every_adapter_named_exists():
+    assert sorted(ADAPTERS - set(module_names())) == []
+
+
+def test_the_architecture_page_names_every_package():
+    """docs/architecture.md's tree names every package of traverse_crawl, and only those."""
+    text = (ROOT.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    packages = {path.parent.name for path in ROOT.glob("*/__init__.py")}
+    named = set(re.findall(r"^\s*[├└│─ ]*([a-z_]+)/", text, flags=re.MULTILINE))
+    assert sorted(packages - named) == [], "packages missing from docs/architecture.md"
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_uses(source: str, name: str, modules: Mapping[str, Path]) -> list[str]:
+    """Where module ``name`` uses a private name of another module of the package:
+    ``from x import _y`` (``_y`` a function, class, constant or module) or ``x._y``."""
+    found: list[str] = []
+    is_package = modules.get(name, Path()).name == "__init__.py"
+    tree = ast.parse(source)
+    bound: dict[str, str] = {}  # a local name -> the module of the package it is
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname and alias.name in modules:
+                    bound[alias.asname] = alias.name
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = name.split(".")
+                anchor = anchor[: len(anchor) - node.level + (1 if is_package else 0)]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                if sub in modules:
+                    bound[alias.asname or alias.name] = sub
+                if (sub in modules or base in modules) and base != name and _private(alias.name):
+                    found.append(f"line {node.lineno}: from {base} import {alias.name}")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            target = ast.unparse(node.value)
+            module = bound.get(target, target if target in modules else None)
+            if module is not None and module != name:
+                found.append(f"line {node.lineno}: {target}.{node.attr} ({module})")
+    return found
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("from traverse_crawl.a import _b", ["line 1: from traverse_crawl.a import _b"]),
+        ("from . import _b", ["line 1: from traverse_crawl import _b"]),
+        ("from traverse_crawl import a as m\nm._c()", ["line 2: m._c (traverse_crawl.a)"]),
+        (
+            "import traverse_crawl.a\ntraverse_crawl.a._c",
+            ["line 2: traverse_crawl.a._c (traverse_crawl.a)"],
+        ),
+        ("from traverse_crawl.a import b, __version__\nself._x\nb.y._z", []),
+        ("from scrapy.x import _y\nimport lxml.etree as etree\netree._Element", []),
+    ],
+)
+def test_the_private_name_finder(source, expected):
+    modules = {f"{PACKAGE}.{n}": Path(f"{n}.py") for n in ("a", "z")} | {
+        PACKAGE: Path("__init__.py")
+    }
+    assert private_uses(source, f"{PACKAGE}.z", modules) == expected
+
+
+def test_no_module_uses_another_modules_private_names():
+    """A name that starts with ``_`` belongs to its module; one another module needs
+    is public. (Scrapy's own private classes, which the download handler builds on,
+    are outside the rule: the Scrapy version is pinned.)"""
+    modules = module_names()
+    found = {
+        name: uses
+        for name, path in sorted(modules.items())
+        if (uses := private_uses(path.read_text(encoding="utf-8"), name, modules))
+    }
+    assert found == {}
