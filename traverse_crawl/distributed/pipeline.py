@@ -2,7 +2,7 @@
 
 After the store pipeline (300), so a committed outcome never names a snapshot
 that was not stored; the work is the spider's ``Worker`` (``worker.py``). Listed
-only with ``REDIS_URL`` (``config/distributed.py``).
+only with ``REDIS_URL`` (the add-on's ``DISTRIBUTED``, ``addon.py``).
 """
 
 from __future__ import annotations

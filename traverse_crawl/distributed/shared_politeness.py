@@ -1,6 +1,6 @@
 """The politeness a distributed crawl shares in Redis: an extension, one per crawler.
 
-Added to a crawl only with ``REDIS_URL`` (``config/distributed.py``). Built before
+Added to a crawl only with ``REDIS_URL`` (the add-on's ``DISTRIBUTED``). Built before
 the downloader, it puts itself on the crawler (``politeness/shared.py``), where the
 robots, retry and politeness middlewares find it: the crawl's ``Ledger`` and
 ``SharedRobots`` over one asyncio Redis client, closed when the spider closes.
