@@ -86,11 +86,8 @@ def analyse(hits: list[Hit], concurrency: int) -> dict[str, Any]:
 @contextlib.contextmanager
 def _probe(bench: Bench, path: Path, name: str) -> Iterator[None]:
     """Run one crawl with bench/latency_probe.py writing to ``path``."""
+    # In the traverse project the add-on adds its own extensions to this dict.
     extensions: dict[str, int | None] = {"bench.latency_probe.LatencyProbe": 0}
-    if name == "traverse":
-        from traverse_crawl import settings
-
-        extensions = {**settings.EXTENSIONS, **extensions}
     added = [f"EXTENSIONS={json.dumps(extensions)}", f"LATENCY_PROBE_OUT={path}"]
     target = bench.args.set if name == "traverse" else bench.args.plain_set
     old_path = os.environ.get("PYTHONPATH")

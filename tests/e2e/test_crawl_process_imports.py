@@ -1,8 +1,9 @@
-"""What a ``scrapy crawl`` process imports: not the remote-control stack Scrapy's defaults name."""
+"""What a ``scrapy crawl`` process imports: not the remote-control stack Scrapy's defaults
+name, and without ``REDIS_URL`` nothing of the distributed crawl."""
 
 from __future__ import annotations
 
-from tests.support.cli import scrapy
+from tests.support.cli import crawl_args, scrapy
 
 
 def test_a_crawl_process_does_not_import_the_remote_control_stack(tmp_path):
@@ -21,3 +22,22 @@ def test_a_crawl_process_does_not_import_the_remote_control_stack(tmp_path):
     assert "scrapy" in imported and "traverse_crawl.config.settings" in imported  # the project
     assert "aiohttp" not in imported
     assert "scrapy.extensions.remote_control" not in imported
+
+
+def test_a_crawl_without_redis_url_imports_no_distributed_code(tmp_path, server):
+    # The middlewares ask the crawler for the shared politeness, and the distributed
+    # components join a crawl only with REDIS_URL: a single-process crawl imports
+    # neither traverse_crawl/distributed/ nor redis-py (about 0.1 s of every process).
+    server.site({"/": '<a href="/next">next</a>', "/next": "the end"})
+    done = scrapy(
+        *("crawl", "traverse", "-a", f"url={server.url('/')}"),
+        *crawl_args(tmp_path, server.origin),
+        timeout=120,
+        python_flags=("-X", "importtime"),
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+    assert "traverse_crawl.politeness.shared" in imported  # the middlewares ran
+    assert "'downloader/response_count': 3" in done.stderr  # robots.txt and both pages
+    assert "redis" not in imported
+    assert sorted(m for m in imported if m.startswith("traverse_crawl.distributed")) == []

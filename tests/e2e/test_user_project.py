@@ -22,7 +22,7 @@ from tests.support.cli import crawl_args, scrapy, scrapy_env
 from tests.support.server import Handler, Reply, Server
 from traverse_crawl import FilesystemSnapshotStore, parse_source_ref
 
-ADDON = "traverse_crawl.addon.Addon"
+ADDON = "traverse_crawl.Addon"
 
 SETTINGS = f"""\
 BOT_NAME = "shop"

@@ -22,13 +22,12 @@ from scrapy.exceptions import NotConfigured
 
 from tests.support.cli import crawl_args, scrapy
 from tests.support.server import Server
-from traverse_crawl import settings
 
 
 def probed_crawl(server: Server, tmp_path: Path, *extra: str) -> tuple[Any, dict[str, int]]:
     """``scrapy crawl traverse`` of ``server``'s index with this probe: the run and what it saw."""
     out = tmp_path / "probe.json"
-    extensions = {**settings.EXTENSIONS, "tests.support.heapprobe.HeapProbe": 0}
+    extensions: dict[str, int | None] = {"tests.support.heapprobe.HeapProbe": 0}
     run = scrapy(
         "crawl", "traverse", "-a", f"url={server.url('/index.html')}",
         *crawl_args(tmp_path, server.origin),

@@ -20,7 +20,6 @@ from scrapy.exceptions import NotConfigured
 
 from tests.support.cli import crawl_args, scrapy
 from tests.support.server import Server
-from traverse_crawl import settings
 
 
 def turns_to_refill(
@@ -29,7 +28,7 @@ def turns_to_refill(
     """Crawl ``server``'s index one request at a time: for each response that was followed by
     a request reaching the downloader, the loop turns in between; and the crawl's log."""
     out = tmp_path / "turns.json"
-    extensions = {**settings.EXTENSIONS, "tests.support.turnprobe.TurnProbe": -100}
+    extensions: dict[str, int | None] = {"tests.support.turnprobe.TurnProbe": -100}
     if not refill:
         extensions["traverse_crawl.runtime.refill_extension.RefillAtResponse"] = None
     run = scrapy(

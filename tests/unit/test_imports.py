@@ -31,7 +31,8 @@ ADAPTERS = frozenset({PACKAGE}) | frozenset(
     addon settings
     commands.common commands.crawl commands.crawlstatus commands.diff commands.report
     commands.snapshot commands.snapshots commands.warc
-    crawl.outcomes crawl.progress_extension crawl.scheduler crawl.spider crawl.stop
+    crawl.outcomes crawl.progress_extension crawl.scheduler crawl.spider crawl.spider_settings
+    crawl.stop
     distributed.ledger_slot distributed.pipeline distributed.shared_politeness
     distributed.worker
     egress.dns_lookup egress.middleware egress.resolver
@@ -174,3 +175,74 @@ def test_the_architecture_page_names_every_package():
     packages = {path.parent.name for path in ROOT.glob("*/__init__.py")}
     named = set(re.findall(r"^\s*[├└│─ ]*([a-z_]+)/", text, flags=re.MULTILINE))
     assert sorted(packages - named) == [], "packages missing from docs/architecture.md"
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_uses(source: str, name: str, modules: Mapping[str, Path]) -> list[str]:
+    """Where module ``name`` uses a private name of another module of the package:
+    ``from x import _y`` (``_y`` a function, class, constant or module) or ``x._y``."""
+    found: list[str] = []
+    is_package = modules.get(name, Path()).name == "__init__.py"
+    tree = ast.parse(source)
+    bound: dict[str, str] = {}  # a local name -> the module of the package it is
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname and alias.name in modules:
+                    bound[alias.asname] = alias.name
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = name.split(".")
+                anchor = anchor[: len(anchor) - node.level + (1 if is_package else 0)]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                if sub in modules:
+                    bound[alias.asname or alias.name] = sub
+                if (sub in modules or base in modules) and base != name and _private(alias.name):
+                    found.append(f"line {node.lineno}: from {base} import {alias.name}")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            target = ast.unparse(node.value)
+            module = bound.get(target, target if target in modules else None)
+            if module is not None and module != name:
+                found.append(f"line {node.lineno}: {target}.{node.attr} ({module})")
+    return found
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("from traverse_crawl.a import _b", ["line 1: from traverse_crawl.a import _b"]),
+        ("from . import _b", ["line 1: from traverse_crawl import _b"]),
+        ("from traverse_crawl import a as m\nm._c()", ["line 2: m._c (traverse_crawl.a)"]),
+        (
+            "import traverse_crawl.a\ntraverse_crawl.a._c",
+            ["line 2: traverse_crawl.a._c (traverse_crawl.a)"],
+        ),
+        ("from traverse_crawl.a import b, __version__\nself._x\nb.y._z", []),
+        ("from scrapy.x import _y\nimport lxml.etree as etree\netree._Element", []),
+    ],
+)
+def test_the_private_name_finder(source, expected):
+    modules = {f"{PACKAGE}.{n}": Path(f"{n}.py") for n in ("a", "z")} | {
+        PACKAGE: Path("__init__.py")
+    }
+    assert private_uses(source, f"{PACKAGE}.z", modules) == expected
+
+
+def test_no_module_uses_another_modules_private_names():
+    """A name that starts with ``_`` belongs to its module; one another module needs
+    is public. (Scrapy's own private classes, which the download handler builds on,
+    are outside the rule: the Scrapy version is pinned.)"""
+    modules = module_names()
+    found = {
+        name: uses
+        for name, path in sorted(modules.items())
+        if (uses := private_uses(path.read_text(encoding="utf-8"), name, modules))
+    }
+    assert found == {}

@@ -18,7 +18,6 @@ from scrapy.settings import BaseSettings
 
 from traverse_crawl.config.scrapy_settings import parse_log_level
 from traverse_crawl.config.settings import TraverseConfig
-from traverse_crawl.crawl.stop import install as install_shutdown
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.jobdir.pipeline import jobdir_path, resolve_seeds
 from traverse_crawl.rendering.addon import check_render
@@ -76,7 +75,6 @@ class Command(ScrapyCrawlCommand):
             return
         crawler = self._create_crawler(args[0])
         self.crawler_process.crawl(crawler, **opts.spargs)
-        install_shutdown(self.crawler_process)
         self.crawler_process.start()
         try:
             stats = crawler.stats  # unset when the crawl never started

@@ -16,7 +16,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from traverse_crawl.commands.common import StoreCommand, run_safely, write_text
-from traverse_crawl.distributed.config import RedisConfig, parse_crawl_id, redact
+from traverse_crawl.config.distributed import RedisConfig, parse_crawl_id, redact
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.fetch.exceptions import CommandFailed
 

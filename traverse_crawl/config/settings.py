@@ -17,6 +17,8 @@ from typing import Any, Literal, NamedTuple, Protocol, TypeVar, get_args
 
 import cssselect
 
+from traverse_crawl.config.distributed import DEFAULTS as REDIS_DEFAULTS
+from traverse_crawl.config.distributed import RedisConfig
 from traverse_crawl.config.scrapy_settings import (
     check_scrapy_settings,
     parse_count,
@@ -25,8 +27,6 @@ from traverse_crawl.config.scrapy_settings import (
     parse_size,
     parse_timeout,
 )
-from traverse_crawl.distributed.config import DEFAULTS as REDIS_DEFAULTS
-from traverse_crawl.distributed.config import RedisConfig
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.fetch import urls
 from traverse_crawl.politeness.robots import Matcher, Policy
@@ -254,7 +254,7 @@ FIELDS: dict[str, Field] = {
     "item_source_field": Field("TRAVERSE_ITEM_SOURCE_FIELD", "sourceRef", parse_field_name),
 }
 DEFAULTS: dict[str, Any] = {field.setting: field.default for field in FIELDS.values()}
-DEFAULTS.update(REDIS_DEFAULTS)  # a distributed crawl's (distributed/config.py)
+DEFAULTS.update(REDIS_DEFAULTS)  # a distributed crawl's (config/distributed.py)
 
 
 @dataclass(frozen=True)

@@ -13,23 +13,24 @@ import asyncio
 import inspect
 import logging
 import os
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Sequence
 from typing import Any
 
 from scrapy import Spider
 from scrapy.crawler import Crawler
 from scrapy.http import Response
+from scrapy.settings import BaseSettings
 from twisted.python.failure import Failure
 
 from traverse_crawl.config.settings import TraverseConfig, get_config
 from traverse_crawl.crawl import seeds as seedlib
+from traverse_crawl.crawl import spider_settings
 from traverse_crawl.crawl.frontier import Admission, Frontier, Outcome
 from traverse_crawl.crawl.items import PageItem
 from traverse_crawl.crawl.links import find_links
 from traverse_crawl.crawl.outcomes import fetch_record
 from traverse_crawl.crawl.spool import Spool
 from traverse_crawl.crawl.stop import CrawlStopped
-from traverse_crawl.distributed.pipeline import make_worker
 from traverse_crawl.errors import FetchError
 from traverse_crawl.fetch import urls
 from traverse_crawl.fetch.exceptions import fetch_error_from_failure
@@ -76,6 +77,11 @@ class TraverseSpider(Spider):
     remote: Any  # with REDIS_URL, this process's ``distributed.worker.Worker``, else None
     spool: Spool  # the committed pages of every seed, until their manifests are written
 
+    @classmethod
+    def update_settings(cls, settings: BaseSettings) -> None:
+        super().update_settings(settings)
+        spider_settings.apply(settings)
+
     def __init__(
         self,
         url: str | None = None,
@@ -100,21 +106,20 @@ class TraverseSpider(Spider):
         spider.config = get_config(crawler)  # validates every setting before any request
         spider.spool = Spool(spider.config.manifest_dir)
         spider.seeds, spider.job = resolve_seeds(crawler.settings, spider.config, spider._seed_args)
-        spider.remote = make_worker(spider, crawler) if spider.config.redis.url else None
+        spider.remote = None
+        if spider.config.redis.enabled:  # the worker's code, and redis, only then
+            from traverse_crawl.distributed.worker import Worker
+
+            spider.remote = Worker(spider, crawler, spider.config)
         spider.sitemaps = SitemapReader(
             crawler, spider.config, spider.parse_sitemap, spider.sitemap_failed
         )
         return spider
 
-    # -- the protocol of the distributed worker and the pipelines ----------------
-
-    def frontier(self, seed_key: int) -> Frontier:
-        """The frontier of the seed ``seed_key`` (its position among the seeds)."""
-        return self.frontiers[seed_key]
-
     async def start(self) -> AsyncIterator[Any]:
         if self.remote is not None:  # pages come from Redis (traverse_crawl/distributed/)
-            async for out in self.remote.start():
+            given, self.seeds = self.seeds, []  # to Redis; the crawl's come back (add_seeds)
+            async for out in self.remote.start(given):
                 yield out
             return
         records = self.job.begin(self.crawler.stats) if self.job is not None else []
@@ -376,3 +381,22 @@ class TraverseSpider(Spider):
                     frontier.remaining,
                 )
             self.crawler.signals.send_catch_log(seed_finished, frontier=frontier, seed_key=key)
+
+    # -- the worker of a distributed crawl (crawl/worker_protocol.py) ---------
+
+    def add_seeds(self, seeds: Sequence[seedlib.Seed]) -> None:
+        self.seeds.extend(seeds)
+
+    def frontier(self, seed_key: int) -> Frontier:
+        frontier = self.frontiers.get(seed_key)
+        if frontier is None:  # a worker joins the seed: its pages are Redis's (no spool)
+            seed, c = self.seeds[seed_key], self.config
+            frontier = Frontier(seed.id, seed.url, c.max_pages, c.max_depth, c.mode)
+            self.frontiers[seed_key] = frontier
+        return frontier
+
+    def page_request(self, seed_key: int, admission: Admission) -> WhatwgRequest:
+        return self._request(seed_key, admission)
+
+    def finish_page(self, seed_key: int, index: int, outcome: Outcome) -> Iterator[Any]:
+        return self._finish(seed_key, index, outcome)

@@ -4,15 +4,19 @@ Scrapy's first signal waits for every request already handed to the downloader,
 those queued behind ``TRAVERSE_MIN_DELAY`` or a backoff included, and its second
 stops the reactor before any manifest is written. Here the first takes the waiting
 requests back unsent, and the second writes every unfinished seed's manifest before
-the reactor stops. ``install(process)`` wires this into a ``CrawlerProcess``.
+the reactor stops. The ``TwoSignalStop`` extension (installed by ``traverse_crawl.Addon``)
+wires this into the process that runs the crawl, whichever command started it;
+``install(process)`` does it for a given ``CrawlerProcess``.
 """
 
 from __future__ import annotations
 
 import logging
+import signal
 import time
 from typing import Any
 
+from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.ossignal import install_shutdown_handlers, signal_names
@@ -111,3 +115,41 @@ def _pipelines(crawler: Crawler) -> list[Any]:
     engine = crawler.engine
     itemproc = getattr(getattr(engine, "scraper", None), "itemproc", None)
     return list(getattr(itemproc, "middlewares", ()))
+
+
+def install_in_running_process() -> bool:
+    """``install`` into the Scrapy process whose shutdown handler takes SIGTERM now.
+
+    False, changing nothing, when no Scrapy process handles the signals (a
+    ``CrawlerRunner`` in the user's own reactor, a reactorless crawl) or when the
+    stop is installed already.
+    """
+    handler = signal.getsignal(signal.SIGTERM)
+    process = getattr(handler, "__self__", None)
+    if (
+        process is None
+        or handler != getattr(process, "_signal_shutdown", None)
+        or not hasattr(process, "_signal_kill")
+        or not hasattr(process, "_stop_reactor")
+    ):
+        return False
+    install(process)
+    install_shutdown_handlers(process._signal_shutdown)
+    return True
+
+
+class TwoSignalStop:
+    """Extension: the stop described above, for any spider of a project with the add-on.
+
+    The process installs its signal handlers when the reactor starts, before the
+    engine does: at ``engine_started`` they are there to be wrapped.
+    """
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> TwoSignalStop:
+        extension = cls()
+        crawler.signals.connect(extension.engine_started, signal=signals.engine_started)
+        return extension
+
+    def engine_started(self) -> None:
+        install_in_running_process()

@@ -20,7 +20,7 @@ import redis.asyncio
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from traverse_crawl.distributed.config import RedisConfig, SettingsLike, redact
+from traverse_crawl.config.distributed import RedisConfig, SettingsLike, redact
 from traverse_crawl.errors import ConfigError
 
 logger = logging.getLogger(__name__)

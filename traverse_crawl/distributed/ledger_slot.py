@@ -16,7 +16,7 @@ from scrapy import Request
 
 from traverse_crawl.crawl.stop import CrawlStopped
 from traverse_crawl.meta_keys import NOT_BEFORE
-from traverse_crawl.politeness.delay_slot import PoliteSlot, _EndStamps, _RetriesFirst
+from traverse_crawl.politeness.delay_slot import EndStamps, PoliteSlot, RetriesFirst
 from traverse_crawl.stats import Stats, inc
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ _PARK = 3600.0  # seconds: the downloader's later-call while the ledger decides
 _EPSILON = 1e-6
 
 
-class _LedgerQueue(_RetriesFirst):
+class _LedgerQueue(RetriesFirst):
     def popleft(self) -> tuple[Request, Any]:
         item = super().popleft()
         slot = self.slot
@@ -43,7 +43,7 @@ class _LedgerQueue(_RetriesFirst):
         return item
 
 
-class _LedgerEnds(_EndStamps):
+class _LedgerEnds(EndStamps):
     def remove(self, request: Request) -> None:
         super().remove(request)
         slot = self.slot

@@ -1,30 +1,18 @@
 """``CommitPipeline`` (850): with ``REDIS_URL``, each page's outcome to Redis.
 
 After the store pipeline (300), so a committed outcome never names a snapshot
-that was not stored; the work is the spider's ``Worker`` (``worker.py``). Kept
-apart from it because Scrapy builds every pipeline of ``ITEM_PIPELINES`` in
-every crawl, and redis is slow to import: this module does not import it, and
-``make_worker`` imports the worker (and redis) only for a distributed crawl.
+that was not stored; the work is the spider's ``Worker`` (``worker.py``). Listed
+only with ``REDIS_URL`` (the add-on's ``DISTRIBUTED``, ``addon.py``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
 from traverse_crawl.crawl.items import PageItem
-
-if TYPE_CHECKING:
-    from traverse_crawl.distributed.worker import Worker
-
-
-def make_worker(spider: Any, crawler: Crawler) -> Worker:
-    """The spider's ``Worker`` (imported here, only when ``REDIS_URL`` is set)."""
-    from traverse_crawl.distributed.worker import Worker
-
-    return Worker(spider, crawler, spider.config)
 
 
 class CommitPipeline:

@@ -1,55 +1,73 @@
-"""The politeness state that a distributed crawl shares in Redis, one per crawler.
+"""The politeness a distributed crawl shares in Redis: an extension, one per crawler.
 
-``shared_politeness(crawler)`` is None without ``REDIS_URL`` (a single-process
-crawl: the middlewares keep their in-process paths and import no Redis code
-path at all); with it, the crawl's ``Ledger`` and ``SharedRobots`` over one
-asyncio Redis client, closed when the spider closes.
+Added to a crawl only with ``REDIS_URL`` (the add-on's ``DISTRIBUTED``). Built before
+the downloader, it puts itself on the crawler (``politeness/shared.py``), where the
+robots, retry and politeness middlewares find it: the crawl's ``Ledger`` and
+``SharedRobots`` over one asyncio Redis client, closed when the spider closes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import NamedTuple
 
 from scrapy import signals
 from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
 
-from traverse_crawl.distributed.config import RedisConfig
+from traverse_crawl.config.distributed import RedisConfig
+from traverse_crawl.distributed.client import Keys, Retrying, client
 from traverse_crawl.distributed.ledger import Ledger
+from traverse_crawl.distributed.ledger_slot import LedgerSlot
 from traverse_crawl.distributed.robots_share import SharedRobots
-
-_ATTRIBUTE = "_traverse_shared_politeness"
-
-
-class SharedPoliteness(NamedTuple):
-    ledger: Ledger
-    robots: SharedRobots
+from traverse_crawl.politeness.robots import RobotsFetch
+from traverse_crawl.politeness.shared import share_politeness
 
 
-def shared_politeness(crawler: Crawler) -> SharedPoliteness | None:
-    """The crawl's shared politeness state, or None for a single-process crawl."""
-    found: SharedPoliteness | None = getattr(crawler, _ATTRIBUTE, None)
-    if found is not None:
-        return found
-    config = RedisConfig.from_settings(crawler.settings)
-    if not config.enabled:
-        return None
-    # Here: importing redis costs a single-process crawl a tenth of a second.
-    from traverse_crawl.distributed.client import Keys, Retrying, client
+class SharedPoliteness:
+    """The crawl's per-origin ledger and robots.txt copies, as this worker sees them."""
 
-    conn = client(config)
-    keys = Keys(config.crawl_id)
-    call = Retrying(config)
-    lease = config.lease_timeout
-    shared = SharedPoliteness(
-        Ledger(conn, partial(keys.origin, "ledger"), lease, call),
-        SharedRobots(conn, partial(keys.origin, "robots"), lease, call),
-    )
-    setattr(crawler, _ATTRIBUTE, shared)
+    def __init__(self, crawler: Crawler, config: RedisConfig) -> None:
+        self.crawler = crawler
+        self.conn = client(config)
+        keys = Keys(config.crawl_id)
+        call = Retrying(config)
+        lease = config.lease_timeout
+        self.ledger = Ledger(self.conn, partial(keys.origin, "ledger"), lease, call)
+        self.robots = SharedRobots(self.conn, partial(keys.origin, "robots"), lease, call)
+        share_politeness(crawler, self)
+        crawler.signals.connect(self.close, signal=signals.spider_closed)
 
-    async def close() -> None:
-        await shared.ledger.drain()
-        await conn.aclose()
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> SharedPoliteness:
+        config = RedisConfig.from_settings(crawler.settings)
+        if not config.enabled:
+            raise NotConfigured
+        return cls(crawler, config)
 
-    crawler.signals.connect(close, signal=signals.spider_closed, weak=False)
-    return shared
+    def origin_slot(self, concurrency: int, delay: float, origin: str) -> LedgerSlot:
+        engine = self.crawler.engine
+        assert engine is not None  # slots are made for requests the engine downloads
+        return LedgerSlot(
+            concurrency,
+            delay,
+            origin=origin,
+            ledger=self.ledger,
+            downloader=engine.downloader,
+            stats=self.crawler.stats,
+        )
+
+    def hold_off(self, origin: str, seconds: float) -> None:
+        self.ledger.hold_off(origin, seconds)
+
+    async def load_robots(
+        self, origin: str, fetch: Callable[[], Awaitable[RobotsFetch]]
+    ) -> tuple[RobotsFetch, bool]:
+        return await self.robots.load(origin, fetch)
+
+    async def claim_robots_warning(self, origin: str) -> bool:
+        return await self.robots.claim_warning(origin)
+
+    async def close(self) -> None:
+        await self.ledger.drain()
+        await self.conn.aclose()

@@ -21,13 +21,14 @@ from typing import Any, TypeVar
 
 from scrapy.crawler import Crawler
 
+from traverse_crawl.config.distributed import redact
 from traverse_crawl.config.settings import TraverseConfig
 from traverse_crawl.crawl import seeds as seedlib
 from traverse_crawl.crawl.frontier import Admission, Frontier, Outcome
 from traverse_crawl.crawl.items import PageItem
 from traverse_crawl.crawl.stop import stopping
+from traverse_crawl.crawl.worker_protocol import WorkerSpider
 from traverse_crawl.distributed.client import Keys, RedisLost, Retrying, client
-from traverse_crawl.distributed.config import redact
 from traverse_crawl.distributed.frontier import RemoteFrontier, Task, manifest_of
 from traverse_crawl.errors import FetchError
 from traverse_crawl.fetch import urls
@@ -44,8 +45,11 @@ POLL_ACTIVE = 0.05
 
 
 class Worker:
-    def __init__(self, spider: Any, crawler: Crawler, config: TraverseConfig) -> None:
+    """This process's part of the crawl: drives the spider through ``WorkerSpider`` only."""
+
+    def __init__(self, spider: WorkerSpider, crawler: Crawler, config: TraverseConfig) -> None:
         self.spider = spider
+        self.seeds: list[seedlib.Seed] = []  # the crawl's, from Redis, by key
         self.crawler = crawler
         self.config = config
         self.redis = config.redis
@@ -72,9 +76,8 @@ class Worker:
 
     # -- the loop ------------------------------------------------------------
 
-    async def start(self) -> AsyncIterator[Any]:
-        seeds = list(self.spider.seeds)
-        self.spider.seeds = []
+    async def start(self, seeds: list[seedlib.Seed]) -> AsyncIterator[Any]:
+        """The spider's ``start()``: ``seeds`` (its arguments') join the crawl first."""
         try:
             await self.call(self.remote.join, self.config, seeds)
             self.heartbeat = asyncio.ensure_future(self._heartbeat())
@@ -137,7 +140,8 @@ class Worker:
                 if not frontier.seed_is_valid
                 else FetchError("invalid-config", "mode 'replay' requires a store")
             )
-            return list(self.spider._finish(task.seed, 0, Outcome({"error": error.to_dict()})))
+            outcome = Outcome({"error": error.to_dict()})
+            return list(self.spider.finish_page(task.seed, 0, outcome))
         return [self._request(frontier, task)]
 
     def _sendable(self, frontier: Frontier) -> bool:
@@ -153,13 +157,15 @@ class Worker:
             frontier.discovered_from[task.url] = task.parent
         page_id = urls.page_id(frontier.seed_id, task.url)
         admission = Admission(task.index, task.url, task.depth, page_id)
-        return self.spider._request(task.seed, admission)
+        return self.spider.page_request(task.seed, admission)
 
     def _schedule(self, task: Task) -> bool:
         """A page taken with a commit to the scheduler now, not round through ``start()``."""
-        frontier = self.spider.frontiers.get(task.seed)
         engine = self.crawler.engine
-        if task.index is None or frontier is None or not self._sendable(frontier):
+        if task.index is None or task.seed >= len(self.seeds):  # a seed not joined yet
+            return False
+        frontier = self.spider.frontier(task.seed)
+        if not self._sendable(frontier):
             return False
         if engine is None or engine.spider is None or stopping(self.crawler):
             return False
@@ -169,17 +175,14 @@ class Worker:
 
     async def _frontier(self, key: int) -> Frontier:
         """The local view of seed ``key``: its settings and the entries taken from it."""
-        if key >= len(self.spider.seeds):
-            self.spider.seeds.extend(
-                await self.call(lambda: self.remote.seeds(len(self.spider.seeds)))
-            )
-        if key not in self.spider.frontiers:
-            seed = self.spider.seeds[key]
-            self.spider.frontiers[key] = Frontier(
-                seed.id, seed.url, self.config.max_pages, self.config.max_depth, self.config.mode
-            )
-        frontier: Frontier = self.spider.frontiers[key]
-        return frontier
+        if key >= len(self.seeds):
+            known = len(self.seeds)
+            found = await self.call(lambda: self.remote.seeds(known))
+            # Another task may have added some of them meanwhile (a manifest's writer).
+            new = found[len(self.seeds) - known :]
+            self.seeds.extend(new)
+            self.spider.add_seeds(new)
+        return self.spider.frontier(key)
 
     # -- results -------------------------------------------------------------
 
@@ -189,7 +192,7 @@ class Worker:
         outcome, item.outcome = item.outcome, None
         if task is None or outcome is None or self.failed:
             return  # its lease was lost: another worker fetches it again
-        frontier = self.spider.frontiers[item.seed_key]
+        frontier = self.spider.frontier(item.seed_key)
         warning = frontier.store_warnings.pop(item.index, None)
         record = page_record(item.seed_key, item.index, (task.url, task.depth), outcome, warning)
         links = outcome.links if frontier.may_follow(task.depth) else []
@@ -217,7 +220,7 @@ class Worker:
     async def _write_manifest(self, task: Task) -> None:
         try:
             await self._frontier(task.seed)  # the seed list, up to this seed
-            seed = self.spider.seeds[task.seed]
+            seed = self.seeds[task.seed]
             records = await self.call(self.remote.records, task.seed)
             frontier = manifest_of(seed, task.seed, self.config, records)
             if not frontier.finished:  # the Lua port and the reference disagree: a bug

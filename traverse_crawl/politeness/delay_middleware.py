@@ -17,11 +17,10 @@ from scrapy.exceptions import NotConfigured
 
 from traverse_crawl.config.settings import get_config
 from traverse_crawl.crawl.stop import CrawlStopped, stopping
-from traverse_crawl.distributed.ledger_slot import LedgerSlot
-from traverse_crawl.distributed.shared_politeness import shared_politeness
 from traverse_crawl.fetch import urls
 from traverse_crawl.meta_keys import BACKOFF, NOT_BEFORE, ORIGIN_DELAY, ROBOTS
 from traverse_crawl.politeness.delay_slot import PoliteSlot
+from traverse_crawl.politeness.shared import shared_politeness
 from traverse_crawl.stats import inc
 
 
@@ -33,8 +32,7 @@ class PolitenessMiddleware:
             raise NotConfigured  # replay answers every request before it
         self.min_delay = config.min_delay
         self.per_domain = crawler.settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN") or 8
-        shared = shared_politeness(crawler)
-        self.ledger = None if shared is None else shared.ledger
+        self.shared = shared_politeness(crawler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PolitenessMiddleware:
@@ -59,17 +57,10 @@ class PolitenessMiddleware:
         if slot is None:
             delay = 0.0 if meta.get(ROBOTS) else self._delay(meta)
             concurrency = 1 if delay else self.per_domain
-            if self.ledger is None or meta.get(ROBOTS):
+            if self.shared is None or meta.get(ROBOTS):
                 slots[key] = PoliteSlot(concurrency, delay)
             else:
-                slots[key] = LedgerSlot(
-                    concurrency,
-                    delay,
-                    origin=urls.origin(request.url),
-                    ledger=self.ledger,
-                    downloader=self.crawler.engine.downloader,
-                    stats=self.crawler.stats,
-                )
+                slots[key] = self.shared.origin_slot(concurrency, delay, urls.origin(request.url))
             if not meta.get(ROBOTS):
                 inc(self.crawler.stats, "politeness/origins")
         elif isinstance(slot, PoliteSlot) and ORIGIN_DELAY in meta:

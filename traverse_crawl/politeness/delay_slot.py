@@ -21,7 +21,7 @@ from traverse_crawl.meta_keys import NOT_BEFORE
 _EPSILON = 1e-6
 
 
-class _EndStamps(set[Request]):
+class EndStamps(set[Request]):
     """The slot's ``transferring`` set: records when the last download ended.
 
     Scrapy's downloader removes a request from ``transferring`` and then looks
@@ -38,7 +38,7 @@ class _EndStamps(set[Request]):
         self.slot.last_end = monotonic()
 
 
-class _RetriesFirst(deque[tuple[Request, Any]]):
+class RetriesFirst(deque[tuple[Request, Any]]):
     """The slot's queue: a retry goes to the head, as in Traverse's sequential
     loop, where a page's retries come before any other request to its origin."""
 
@@ -64,8 +64,8 @@ class PoliteSlot(Slot):
 
     def __init__(self, concurrency: int, delay: float) -> None:
         super().__init__(concurrency, delay, jitter=0.0)
-        self.transferring = _EndStamps(self)
-        self.queue = _RetriesFirst(self)
+        self.transferring = EndStamps(self)
+        self.queue = RetriesFirst(self)
         # None until a download ends. Not 0.0: the downloader compares these
         # stamps with time.monotonic(), whose zero is the machine's boot, so a
         # 0.0 would delay the first request of a freshly booted container.

@@ -22,13 +22,13 @@ from twisted.internet import defer
 from twisted.internet.error import TimeoutError as TxTimeoutError
 
 from traverse_crawl.config.settings import get_config
-from traverse_crawl.distributed.shared_politeness import shared_politeness
 from traverse_crawl.fetch import urls
 from traverse_crawl.fetch.attempt import next_attempt
 from traverse_crawl.fetch.failures import is_untrusted_certificate
 from traverse_crawl.fetch.handler import headers_too_large
 from traverse_crawl.meta_keys import BACKOFF, WARNINGS
 from traverse_crawl.politeness.retry import is_retryable_status, retry_wait
+from traverse_crawl.politeness.shared import shared_politeness
 
 logger = logging.getLogger(__name__)
 
@@ -45,8 +45,7 @@ class RetryMiddleware:
         self.backoff = config.retry_backoff
         self.retry_after_max = config.retry_after_max
         self.random = random.Random().random
-        shared = shared_politeness(crawler)
-        self.ledger = None if shared is None else shared.ledger
+        self.shared = shared_politeness(crawler)
         self.network_errors = tuple(
             load_object(x) if isinstance(x, str) else x
             for x in crawler.settings.getlist("RETRY_EXCEPTIONS")
@@ -99,8 +98,8 @@ class RetryMiddleware:
         wait = new.meta[BACKOFF] = retry_wait(
             attempt, self.backoff, retry_after, self.retry_after_max, self.random
         )
-        if self.ledger is not None:
+        if self.shared is not None:
             # Every worker holds back from the origin, not only this retry: the wait
             # is the origin's "not before" time in Redis (distributed/ledger.py).
-            self.ledger.hold_off(urls.origin(request.url), wait)
+            self.shared.hold_off(urls.origin(request.url), wait)
         return new

@@ -20,13 +20,13 @@ from twisted.python.failure import Failure
 
 from traverse_crawl.config.settings import get_config
 from traverse_crawl.crawl.stop import CrawlStopped
-from traverse_crawl.distributed.shared_politeness import shared_politeness
 from traverse_crawl.errors import FetchError
 from traverse_crawl.fetch import urls
 from traverse_crawl.fetch.exceptions import PageFailed, fetch_error_from_failure
 from traverse_crawl.fetch.request import WhatwgRequest
 from traverse_crawl.meta_keys import ORIGIN_DELAY, ROBOTS, SITEMAP, WARNINGS
 from traverse_crawl.politeness import robots
+from traverse_crawl.politeness.shared import shared_politeness
 from traverse_crawl.stats import inc
 
 logger = logging.getLogger(__name__)
@@ -57,8 +57,7 @@ class RobotsMiddleware:
         self.unclaimed: dict[str, str] = {}  # origin → warning no page has carried yet
         self.loading: dict[str, asyncio.Task[None]] = {}
         self.received: dict[int, int] = {}
-        shared = shared_politeness(crawler)
-        self.shared = None if shared is None else shared.robots
+        self.shared = shared_politeness(crawler)
         crawler.signals.connect(self.bytes_received, signal=signals.bytes_received)
 
     @classmethod
@@ -101,7 +100,7 @@ class RobotsMiddleware:
     async def _claim_warning(self, origin: str, warning: str) -> bool:
         assert self.shared is not None
         try:
-            return await self.shared.claim_warning(origin)
+            return await self.shared.claim_robots_warning(origin)
         except Exception as exc:  # the I/O edge: Redis stayed unreachable
             self.unclaimed[origin] = warning  # the next page of the origin tries again
             raise CrawlStopped(f"robots warning of {origin} not claimed: {exc}") from None
@@ -138,7 +137,9 @@ class RobotsMiddleware:
             # A distributed crawl: the first worker that needs the origin fetches,
             # the others wait for its copy in Redis (distributed/robots_share.py).
             try:
-                fetch, fetched_here = await self.shared.load(origin, lambda: self._fetch(origin))
+                fetch, fetched_here = await self.shared.load_robots(
+                    origin, lambda: self._fetch(origin)
+                )
             except Exception as exc:  # the I/O edge: Redis stayed unreachable
                 raise CrawlStopped(f"robots.txt of {origin} not shared: {exc}") from None
             if not fetched_here:

@@ -1,9 +1,10 @@
-"""``RenderAddon``: turns scrapy-playwright on only when pages are rendered (docs/rendering.md).
+"""The add-on's render part: scrapy-playwright on only when pages are rendered (docs/rendering.md).
 
-When ``TRAVERSE_RENDER`` is ``always`` or ``on-shell-warning`` and ``TRAVERSE_MODE`` is
-not ``replay``, it checks the browser once (:func:`check_render`: a browser that cannot
-start stops the crawl before any request) and sets ``RenderMiddleware`` at 540, the
-download handlers and scrapy-playwright's settings, never over what the user set
+``traverse_crawl.Addon`` calls :func:`update_render_settings` last. When
+``TRAVERSE_RENDER`` is ``always`` or ``on-shell-warning`` and ``TRAVERSE_MODE`` is not
+``replay``, it checks the browser once (:func:`check_render`: a browser that cannot start
+stops the crawl before any request) and sets ``RenderMiddleware`` at 540, the download
+handlers and scrapy-playwright's settings, never over what the user set
 (docs/rendering.md, "The browser"). Otherwise it changes nothing and no browser starts.
 """
 
@@ -13,7 +14,6 @@ import importlib.util
 import logging
 from typing import Any
 
-from scrapy.crawler import Crawler
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
 from traverse_crawl.config.settings import TraverseConfig
@@ -42,7 +42,7 @@ def _user_launch_options(settings: BaseSettings) -> dict[str, Any]:
 def check_render(settings: BaseSettings) -> None:
     """Everything rendering needs before the first request, as a ``ConfigError``.
 
-    For ``scrapy crawl``'s start-up check as well as for :class:`RenderAddon`; the
+    For ``scrapy crawl``'s start-up check as well as for the add-on; the
     browser launch is done once per process (``traverse_crawl.rendering.browser``).
     """
     config = TraverseConfig.from_settings(settings)
@@ -59,54 +59,47 @@ def check_render(settings: BaseSettings) -> None:
     check_browser(browser_type, launch_options(_user_launch_options(settings)))
 
 
-class RenderAddon:
-    def __init__(self, crawler: Crawler | None = None) -> None:
-        self.crawler = crawler
+def update_render_settings(settings: BaseSettings) -> None:
+    """The settings rendering needs, when pages are rendered (see above)."""
+    # Parsed without caching: the crawler's TraverseConfig is parsed later, from
+    # the settings this function has finished changing.
+    config = TraverseConfig.from_settings(settings)
+    if not renders(config):
+        return
+    check_render(settings)
+    # Imported here, once check_render() found scrapy-playwright: the middleware
+    # module imports Playwright, which a crawl that never renders does not need.
+    from traverse_crawl.rendering.middleware import RenderMiddleware
 
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> RenderAddon:
-        return cls(crawler)
-
-    def update_settings(self, settings: BaseSettings) -> None:
-        # Parsed without caching: the crawler's TraverseConfig is parsed later,
-        # from the settings this method has finished changing.
-        config = TraverseConfig.from_settings(settings)
-        if not renders(config):
-            return
-        check_render(settings)
-        # Imported here, once check_render() found scrapy-playwright: the middleware
-        # module imports Playwright, which a crawl that never renders does not need.
-        from traverse_crawl.rendering.middleware import RenderMiddleware
-
-        settings.setdefault_in_component_priority_dict(
-            "DOWNLOADER_MIDDLEWARES", RenderMiddleware, MIDDLEWARE_PRIORITY
-        )
-        # scrapy-playwright's handler over the exact-target one (a request without
-        # meta["playwright"] still takes the HTTP/1.1 path through it), in place of the
-        # project's own default but never of a handler the user named.
-        handlers = dict(settings.getdict("DOWNLOAD_HANDLERS"))
-        for scheme in ("http", "https"):
-            if handlers.get(scheme) in (None, PLAIN_HANDLER):
-                handlers[scheme] = HANDLER
-        _set(settings, "DOWNLOAD_HANDLERS", handlers)
-        if not settings.get("PLAYWRIGHT_BROWSER_TYPE"):
-            _set(settings, "PLAYWRIGHT_BROWSER_TYPE", "chromium")
-        options = launch_options(_user_launch_options(settings))
-        _set(settings, "PLAYWRIGHT_LAUNCH_OPTIONS", options)
-        if settings.get("PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT") is None:
-            timeout_ms = round(config.download_timeout * 1000)
-            _set(settings, "PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT", timeout_ms)
-        # scrapy-playwright's own default, stated so that a lower CONCURRENT_REQUESTS
-        # bounds the open pages too.
-        if not settings.get("PLAYWRIGHT_MAX_PAGES_PER_CONTEXT"):
-            pages = settings.getint("CONCURRENT_REQUESTS") or 16
-            _set(settings, "PLAYWRIGHT_MAX_PAGES_PER_CONTEXT", pages)
-        logger.info(
-            "render: TRAVERSE_RENDER=%s with %s %s",
-            config.render,
-            settings.get("PLAYWRIGHT_BROWSER_TYPE"),
-            options.get("executable_path") or "(Playwright's own build)",
-        )
+    settings.setdefault_in_component_priority_dict(
+        "DOWNLOADER_MIDDLEWARES", RenderMiddleware, MIDDLEWARE_PRIORITY
+    )
+    # scrapy-playwright's handler over the exact-target one (a request without
+    # meta["playwright"] still takes the HTTP/1.1 path through it), in place of the
+    # project's own default but never of a handler the user named.
+    handlers = dict(settings.getdict("DOWNLOAD_HANDLERS"))
+    for scheme in ("http", "https"):
+        if handlers.get(scheme) in (None, PLAIN_HANDLER):
+            handlers[scheme] = HANDLER
+    _set(settings, "DOWNLOAD_HANDLERS", handlers)
+    if not settings.get("PLAYWRIGHT_BROWSER_TYPE"):
+        _set(settings, "PLAYWRIGHT_BROWSER_TYPE", "chromium")
+    options = launch_options(_user_launch_options(settings))
+    _set(settings, "PLAYWRIGHT_LAUNCH_OPTIONS", options)
+    if settings.get("PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT") is None:
+        timeout_ms = round(config.download_timeout * 1000)
+        _set(settings, "PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT", timeout_ms)
+    # scrapy-playwright's own default, stated so that a lower CONCURRENT_REQUESTS
+    # bounds the open pages too.
+    if not settings.get("PLAYWRIGHT_MAX_PAGES_PER_CONTEXT"):
+        pages = settings.getint("CONCURRENT_REQUESTS") or 16
+        _set(settings, "PLAYWRIGHT_MAX_PAGES_PER_CONTEXT", pages)
+    logger.info(
+        "render: TRAVERSE_RENDER=%s with %s %s",
+        config.render,
+        settings.get("PLAYWRIGHT_BROWSER_TYPE"),
+        options.get("executable_path") or "(Playwright's own build)",
+    )
 
 
 def _set(settings: BaseSettings, name: str, value: Any) -> None:

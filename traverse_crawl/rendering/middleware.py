@@ -1,11 +1,11 @@
 """Render pages in Chromium through scrapy-playwright: the ``TRAVERSE_RENDER`` policy.
 
-``RenderAddon`` adds this middleware at 540 only when pages are rendered, so it imports
-Playwright at the top: a crawl that never renders never imports this module. Under
-``always`` every page request is a rendered attempt; under ``on-shell-warning`` a plain
-attempt comes first, and a JavaScript shell gets one rendered attempt of its final
-URL, the plain response kept if that fails. Its meta keys and stats are listed in
-docs/rendering.md.
+The add-on's render part (``rendering/addon.py``) adds this middleware at 540 only when
+pages are rendered, so it imports Playwright at the top: a crawl that never renders never
+imports this module. Under ``always`` every page request is a rendered attempt; under
+``on-shell-warning`` a plain attempt comes first, and a JavaScript shell gets one
+rendered attempt of its final URL, the plain response kept if that fails. Its meta keys
+and stats are listed in docs/rendering.md.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from traverse_crawl.stats import inc
 
 logger = logging.getLogger(__name__)
 
-PROJECT = SETTINGS_PRIORITIES["project"]
+ADDON = SETTINGS_PRIORITIES["addon"]
 # The browser context every rendered page opens in.
 CONTEXT = "traverse"
 
@@ -81,8 +81,8 @@ class RenderMiddleware:
             keep_navigation=config.mode == "capture" and bool(config.warc_dir),
         )
         self.guard.register()
-        # Retries count as set when the user set them, above the project default.
-        retries_set = (crawler.settings.getpriority("RETRY_TIMES") or 0) > PROJECT
+        # Retries count as set when the user set them, over the add-on's default.
+        retries_set = (crawler.settings.getpriority("RETRY_TIMES") or 0) > ADDON
         self.always_warnings = always_warnings(config.revalidate, retries_set)
         # Follows a navigation the page started on its own (see _rendered).
         self.redirect = RedirectMiddleware(crawler)

@@ -208,9 +208,7 @@ def test_a_rendered_dom_over_the_size_limit_is_too_large(render):
     ],
 )
 def test_the_addon_installs_the_middleware_only_when_pages_are_rendered(settings, installed):
-    crawler = make_crawler(
-        {"ADDONS": {"traverse_crawl.rendering.addon.RenderAddon": 0}, **settings}
-    )
+    crawler = make_crawler({"ADDONS": {"traverse_crawl.Addon": 100}, **settings})
     entries = {
         load_object(key) if isinstance(key, str) else key: value
         for key, value in crawler.settings.getdict("DOWNLOADER_MIDDLEWARES").items()

@@ -7,6 +7,7 @@ import pytest
 from tests.support.distributed_helpers import run_async
 from tests.support.redisserver import RedisServer, redis_server  # noqa: F401  (fixture)
 from tests.support.scrapyd_harness import free_port
+from traverse_crawl.config.distributed import RedisConfig, redact
 from traverse_crawl.config.settings import TraverseConfig
 from traverse_crawl.distributed.client import (
     Keys,
@@ -16,7 +17,6 @@ from traverse_crawl.distributed.client import (
     connect,
     connect_sync,
 )
-from traverse_crawl.distributed.config import RedisConfig, redact
 from traverse_crawl.errors import ConfigError
 
 
