@@ -104,8 +104,8 @@ DOWNLOADER_MIDDLEWARES: dict[str, int | None] = {
 # Spider middlewares, for every spider:
 #
 #   50  HttpErrorMiddleware     (replaces built-in) its HttpError carries the typed error
-#  950  CaptureMiddleware       each page response's snapshot and sourceRef before the
-#                               callback's code runs (stored in capture mode), and that
+#  950  CaptureMiddleware       each page response's snapshot and sourceRef before its
+#                               callback runs (stored in capture mode), and that
 #                               sourceRef on the items the callback yields
 SPIDER_MIDDLEWARES: dict[str, int | None] = {
     "scrapy.spidermiddlewares.httperror.HttpErrorMiddleware": None,

@@ -3,7 +3,7 @@
 ``PageIdMiddleware``, a downloader middleware next to the engine, gives every request
 that is not a frontier page its page id before the replay and revalidate middlewares
 read it. ``CaptureMiddleware``, the spider middleware next to the spider, builds the
-snapshot of each 2xx response before the callback's code runs (``traverse_snapshot``,
+snapshot of each 2xx response before its callback runs (``traverse_snapshot``,
 ``traverse_source_ref``), hands it to the writer at once in ``capture`` mode, and puts
 the ``sourceRef`` on the items the callback yields (``snapshots/item_source.py``).
 """
@@ -95,16 +95,22 @@ class CaptureMiddleware:
         assert self.capture is not None
         await self.capture.close()  # the snapshot pipeline, when enabled, has closed it already
 
+    def process_spider_input(self, response: Response) -> None:
+        meta = response.meta
+        if SEED not in meta and isinstance(meta.get(PAGE_ID), str):
+            self._capture(response, meta)  # before the callback: it may read the sourceRef
+
     async def process_spider_output(
         self, response: Response, result: AsyncIterator[Any]
     ) -> AsyncIterator[Any]:
-        # This runs before the callback's own code (a generator's body starts when
-        # its first output is asked for), and after Scrapy has let pending I/O run:
-        # a download place freed by this response is refilled before the page's
-        # decoding and hashing.
         meta = response.meta
         page_id = meta.get(PAGE_ID)
-        ref = self._capture(response, meta) if isinstance(page_id, str) else None
+        if SEED in meta and isinstance(page_id, str):
+            # A frontier page: captured here, before the traverse spider's parse (an async
+            # generator) starts, and after Scrapy has let pending I/O run, so the download
+            # place this response freed is refilled before the page's decoding and hashing.
+            self._capture(response, meta)
+        ref = meta.get(SOURCE_REF)
         async for out in result:
             if isinstance(out, Request):
                 # A request given the response's meta (``meta=response.meta``) gets its own page.
@@ -115,7 +121,7 @@ class CaptureMiddleware:
                 self.items.set(out, ref)
             yield out
 
-    def _capture(self, response: Response, meta: dict[str, Any]) -> str | None:
+    def _capture(self, response: Response, meta: dict[str, Any]) -> None:
         """The response's snapshot and sourceRef into its meta; stored in capture mode."""
         snapshot: snap.Snapshot | None = meta.get(SNAPSHOT)
         if snapshot is None and 200 <= response.status < 300:
@@ -124,7 +130,7 @@ class CaptureMiddleware:
             except Exception:  # a bug; the traverse spider records it as the page's error
                 if SEED not in meta:
                     logger.exception("could not build the snapshot of %s", response.url)
-                return None
+                return
             assert not isinstance(built, FetchError)
             snapshot = meta[SNAPSHOT] = built
         ref: str | None = None
@@ -137,7 +143,6 @@ class CaptureMiddleware:
             self.crawler.signals.send_catch_log(
                 page_captured, response=response, snapshot=snapshot, source_ref=ref
             )
-        return ref
 
 
 def snapshot_of(response: Response) -> snap.Snapshot | FetchError:

@@ -32,12 +32,14 @@ def page_ids(tmp_path: Path, **settings: object) -> PageIdMiddleware:
 
 
 async def reach(mw: CaptureMiddleware, response: Any) -> None:
-    """The response reaches the spider: its callback's (empty) output goes through ``mw``."""
+    """The response reaches the spider, as Scrapy hands it over: ``mw`` sees it first,
+    then its callback's (empty) output."""
 
     async def nothing() -> AsyncIterator[Any]:
         return
         yield
 
+    mw.process_spider_input(response)
     assert [out async for out in mw.process_spider_output(response, nothing())] == []
 
 

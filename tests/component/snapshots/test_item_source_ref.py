@@ -86,7 +86,13 @@ async def output(
             yield item
 
     page = response(**({"traverse_snapshot": STORED} | meta))
-    return [out async for out in mw.process_spider_output(page, result())]
+    return await through(mw, page, result())
+
+
+async def through(mw: CaptureMiddleware, page: Any, result: AsyncIterator[Any]) -> list[Any]:
+    """A response and its callback's output, through ``mw`` as Scrapy passes them."""
+    mw.process_spider_input(page)
+    return [out async for out in mw.process_spider_output(page, result)]
 
 
 @pytest_twisted.ensureDeferred
@@ -139,7 +145,7 @@ async def test_page_items_and_responses_without_a_snapshot_are_left_alone():
 
     request = Request("http://a.test/", meta={"traverse_page_id": PAGE_ID})
     gone = Response(request.url, status=404, request=request)
-    (item,) = [out async for out in mw.process_spider_output(gone, result())]
+    (item,) = await through(mw, gone, result())
     assert item == {"name": "x"}
 
 
@@ -154,7 +160,7 @@ async def test_a_request_with_the_responses_meta_copied_gets_its_own_page():
         yield copied
         yield fresh
 
-    assert [out async for out in mw.process_spider_output(page, result())] == [copied, fresh]
+    assert await through(mw, page, result()) == [copied, fresh]
     copied_keys = {
         "traverse_page_id",
         "traverse_source_ref",
@@ -166,14 +172,32 @@ async def test_a_request_with_the_responses_meta_copied_gets_its_own_page():
 
 
 @pytest_twisted.ensureDeferred
-async def test_the_snapshot_is_built_before_the_callbacks_code_runs():
+async def test_the_snapshot_is_built_before_the_callback_runs():
     seen: list[Any] = []
     page = response()
+    mw = middleware()
+    mw.process_spider_input(page)  # what Scrapy does before it calls the callback
+    seen.append(page.meta.get("traverse_source_ref"))
 
-    async def callback() -> AsyncIterator[Any]:
-        seen.append(page.meta.get("traverse_source_ref"))
+    async def output() -> AsyncIterator[Any]:
         yield {"name": "x"}
 
-    (item,) = [out async for out in middleware().process_spider_output(page, callback())]
+    (item,) = [out async for out in mw.process_spider_output(page, output())]
     assert seen == [item["sourceRef"]] and item["sourceRef"].startswith("traverse-snapshot:")
     assert page.meta["traverse_snapshot"]["body"] == "<p>x</p>"
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_frontier_page_is_captured_when_its_output_is_first_asked_for():
+    page = response(traverse_seed=0)
+    mw = middleware()
+    mw.process_spider_input(page)
+    assert "traverse_snapshot" not in page.meta  # not yet: Scrapy's pending I/O goes first
+    seen: list[Any] = []
+
+    async def parse() -> AsyncIterator[Any]:
+        seen.append(page.meta["traverse_source_ref"])
+        yield PageItem({"id": PAGE_ID}, 0, 0)
+
+    (item,) = [out async for out in mw.process_spider_output(page, parse())]
+    assert seen[0].startswith("traverse-snapshot:") and "sourceRef" not in item
