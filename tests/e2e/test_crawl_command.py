@@ -33,6 +33,22 @@ def test_crawl_writes_manifest_and_feed(server, tmp_path):
     assert "Traceback" not in run.stderr
 
 
+def test_the_crawl_runs_with_the_frontiers_own_settings(server, tmp_path):
+    """``scrapy crawl traverse`` merges the project's settings again after the spider's
+    own: the crawl still sends no Referer and runs without Scrapy's depth middleware."""
+    fixture_site(server)
+    run = scrapy(
+        "crawl", "traverse", "-a", f"url={server.url('/home.html')}",
+        *crawl_args(tmp_path, server.origin),
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    pages = [hit for hit in server.hits if hit.path != "/robots.txt"]
+    assert len(pages) == 5
+    assert all("referer" not in {name.lower() for name in hit.headers} for hit in pages)
+    enabled = run.stderr.split("Enabled spider middlewares:", 1)[1].split("\n2", 1)[0]
+    assert "DepthMiddleware" not in enabled and "RefererMiddleware" not in enabled
+
+
 def test_failed_pages_still_exit_zero(tmp_path):
     run = scrapy("crawl", "traverse", "-a", "url=not a url", *crawl_args(tmp_path))
     assert run.returncode == 0, run.stderr[-2000:]

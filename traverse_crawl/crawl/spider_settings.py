@@ -60,6 +60,15 @@ def apply(settings: BaseSettings) -> None:
     for name, value in SETTINGS.items():
         if (settings.getpriority(name) or 0) < user:
             settings.set(name, value, priority="spider")
+    # Each dictionary is written back at spider priority at least: ``scrapy crawl``
+    # merges the project's settings into the crawler's again after this, and a
+    # dictionary left at project priority would be replaced by the project's own.
+    spider = SETTINGS_PRIORITIES["spider"]
     for name, paths in COMPONENTS_OFF.items():
+        components = dict(settings.getdict(name))
+        named = {load_object(key) for key in components}
         for path in paths:
-            settings.setdefault_in_component_priority_dict(name, load_object(path), None)
+            component = load_object(path)
+            if component not in named:
+                components[component] = None
+        settings.set(name, components, priority=max(settings.getpriority(name) or 0, spider))
