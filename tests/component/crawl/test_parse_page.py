@@ -108,3 +108,25 @@ async def test_an_async_hook_gets_a_copy_of_each_page(server, crawl, tmp_path, m
     assert sorted(titles) == [seed, server.url("/a.html")]
     for url, item in titles.items():
         assert item["sourceRef"] == pages[url]["sourceRef"]
+
+
+class NoCallback(TraverseSpider):
+    name = "nocallback"
+
+    def parse_page(self, response: Any, page: dict[str, Any]) -> Any:
+        yield scrapy.Request(response.urljoin("/feed.txt"))  # parse would get it
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_request_without_a_callback_is_dropped_with_one_warning(
+    server, crawl, tmp_path, caplog
+):
+    site(server)
+    result = await crawl(spidercls=NoCallback, url=server.url("/"))
+    assert result.stats["frontier/no_callback"] == 2  # one per page with a snapshot
+    assert caplog.text.count("names no callback") == 1
+    assert [p["url"] for p in result.manifest["pages"]] == [
+        server.url("/"),
+        server.url("/a.html"),
+        server.url("/gone.html"),
+    ]
