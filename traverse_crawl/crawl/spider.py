@@ -354,9 +354,9 @@ class TraverseSpider(Spider):
         inc(self.crawler.stats, "frontier/pages")
         if "error" in outcome.fetch:
             inc(self.crawler.stats, f"frontier/error/{outcome.fetch['error']['kind']}")
-        # The item first: it waits in the pipelines until its snapshot (handed to
-        # the writer when the response came) is durable; with CONCURRENT_ITEMS=2
-        # the requests go on meanwhile.
+        # The item first: it waits in the pipelines until its snapshot (handed to the
+        # writer as the response reached the spider) is durable; with
+        # CONCURRENT_ITEMS=2 the requests go on meanwhile.
         item = PageItem(frontier.page_object(index, outcome), key, index, stored)
         # For the JOBDIR journal, or for Redis, which records it (``distributed/worker.py``).
         item.outcome = outcome if self.job is not None or self.remote is not None else None
