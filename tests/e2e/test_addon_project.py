@@ -20,7 +20,7 @@ import zipfile
 from itertools import pairwise
 from pathlib import Path
 
-from tests.support.cli import REPO, scrapy_env
+from tests.support.cli import REPO, scrapy_env, wait_for
 from tests.support.server import Reply, Server
 
 SPIDER = """
@@ -67,13 +67,6 @@ def start_crawl(server: Server, root: Path, *extra: str) -> subprocess.Popen[str
         cwd=make_project(root), env=scrapy_env(), stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-
-
-def wait_for(condition, what: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.01)
 
 
 def test_a_plain_spider_is_fetched_politely(server, tmp_path):

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import REPO, crawl_args, scrapy, scrapy_env
+from tests.support.cli import REPO, crawl_args, scrapy, scrapy_env, wait_for
 from tests.support.server import Reply, Server
 
 
@@ -33,13 +33,6 @@ def crawl(server: Server, tmp: Path, *extra: str, env: dict[str, str] | None = N
         cwd=REPO, env=env or scrapy_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         text=True,
     )  # fmt: skip
-
-
-def wait_for(condition, what: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.01)
 
 
 def only_manifest(tmp: Path) -> dict:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -40,3 +42,11 @@ def crawl_args(tmp: Path, *origins: str) -> list[str]:
         "-s", f"TRAVERSE_EGRESS_ALLOW={','.join(origins)}",
         "-s", "TRAVERSE_MIN_DELAY=0",
     ]  # fmt: skip
+
+
+def wait_for(condition: Callable[[], object], what: str, timeout: float = 30) -> None:
+    """Poll ``condition`` until it holds; fail naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)

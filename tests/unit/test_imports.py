@@ -64,6 +64,16 @@ def module_names() -> dict[str, Path]:
     return names
 
 
+def import_base(node: ast.ImportFrom, name: str, is_package: bool) -> str:
+    """The absolute module a ``from ... import`` in module ``name`` imports from."""
+    base = node.module or ""
+    if node.level:
+        anchor = name.split(".")
+        anchor = anchor[: len(anchor) - node.level + (1 if is_package else 0)]
+        base = ".".join([*anchor, base] if base else anchor)
+    return base
+
+
 def imported(path: Path, name: str, modules: Mapping[str, Path]) -> set[str]:
     """Every module of the package that ``name`` (at ``path``) imports, and the rest."""
     found: set[str] = set()
@@ -72,11 +82,7 @@ def imported(path: Path, name: str, modules: Mapping[str, Path]) -> set[str]:
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = name.split(".")
-                anchor = anchor[: len(anchor) - node.level + (1 if is_package else 0)]
-                base = ".".join([*anchor, base] if base else anchor)
+            base = import_base(node, name, is_package)
             for alias in node.names:
                 # ``from pkg import mod`` imports the module pkg.mod.
                 sub = f"{base}.{alias.name}"
@@ -194,11 +200,7 @@ def private_uses(source: str, name: str, modules: Mapping[str, Path]) -> list[st
                 if alias.asname and alias.name in modules:
                     bound[alias.asname] = alias.name
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = name.split(".")
-                anchor = anchor[: len(anchor) - node.level + (1 if is_package else 0)]
-                base = ".".join([*anchor, base] if base else anchor)
+            base = import_base(node, name, is_package)
             for alias in node.names:
                 sub = f"{base}.{alias.name}"
                 if sub in modules:
