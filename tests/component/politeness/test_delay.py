@@ -13,11 +13,11 @@ from scrapy import Request
 
 from tests.support.components import ORIGIN, make_crawler, page_request
 from traverse_crawl.politeness import delay_middleware as politeness_module
-from traverse_crawl.politeness import delay_slot as politeslot
+from traverse_crawl.politeness import delay_slot
 from traverse_crawl.politeness.delay_middleware import PolitenessMiddleware
 from traverse_crawl.politeness.delay_slot import PoliteSlot
 
-EPS = politeslot._EPSILON
+EPS = delay_slot._EPSILON
 
 
 def slot(delay: float, lastseen: float, last_end: float, head: float | None) -> PoliteSlot:
@@ -68,7 +68,7 @@ def test_end_of_a_download_is_stamped(monkeypatch):
     s = PoliteSlot(1, 1.0)
     request = Request(ORIGIN + "/")
     s.transferring.add(request)
-    monkeypatch.setattr(politeslot, "monotonic", lambda: 42.0)
+    monkeypatch.setattr(delay_slot, "monotonic", lambda: 42.0)
     s.transferring.remove(request)
     assert s.last_end == 42.0
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.support.distributed_helpers import run_async
-from traverse_crawl.snapshots import batch_write as groupcommit
+from traverse_crawl.snapshots import batch_write
 from traverse_crawl.snapshots.batch_write import write_batch
 from traverse_crawl.snapshots.file_text import encode
 from traverse_crawl.snapshots.store import FilesystemSnapshotStore, deserialize
@@ -31,7 +31,7 @@ def leftovers(root: Path) -> list[Path]:
 def test_a_batch_writes_every_file_and_fails_only_the_broken_ones(
     tmp_path: Path, use_syncfs: bool
 ) -> None:
-    if use_syncfs and groupcommit._SYNCFS is None:
+    if use_syncfs and batch_write._SYNCFS is None:
         pytest.skip("no syncfs(2) on this system")
     (tmp_path / "blocker").write_text("a file where a directory should be")
     (tmp_path / "kept").mkdir()
@@ -102,7 +102,7 @@ def test_the_writer_process_answers_every_file_once_in_order_in_batches(tmp_path
     assert all(error is None for batch in batches for _, error in batch)
     # Files queued while a batch was being synced were committed together.
     assert len(batches) < total
-    assert max(len(b) for b in batches) <= groupcommit.MAX_BATCH
+    assert max(len(b) for b in batches) <= batch_write.MAX_BATCH
     store = FilesystemSnapshotStore(str(tmp_path))
     for i in range(total):
         assert Path(store.path(_snapshot(i))).read_bytes() == encode(_snapshot(i))
