@@ -1,7 +1,7 @@
 """An origin's download slot that asks the crawl's Redis ledger before each send.
 
 In a distributed crawl (``REDIS_URL`` set) the politeness middleware gives each
-origin this slot instead of ``PoliteSlot``. The slot's queue is the same (retries
+origin this slot instead of ``DelaySlot``. The slot's queue is the same (retries
 first), but the ledger (``distributed/ledger.py``) decides when its head may go.
 """
 
@@ -16,7 +16,7 @@ from scrapy import Request
 
 from traverse_crawl.crawl.stop import CrawlStopped
 from traverse_crawl.meta_keys import NOT_BEFORE
-from traverse_crawl.politeness.delay_slot import EndStamps, PoliteSlot, RetriesFirst
+from traverse_crawl.politeness.delay_slot import DelaySlot, EndStamps, RetriesFirst
 from traverse_crawl.stats import Stats, inc
 
 if TYPE_CHECKING:
@@ -51,8 +51,8 @@ class _LedgerEnds(EndStamps):
         slot.ended()
 
 
-class LedgerSlot(PoliteSlot):
-    """A ``PoliteSlot`` whose head waits for the ledger.
+class LedgerSlot(DelaySlot):
+    """A ``DelaySlot`` whose head waits for the ledger.
 
     - the downloader asks the slot for its delay; while the ledger has not cleared
       the head, the slot starts one ``_ask`` (a coroutine) and answers "park" (an

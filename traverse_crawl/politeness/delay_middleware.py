@@ -1,7 +1,7 @@
 """Per-origin politeness through Scrapy's download slots.
 
 Every request goes to the download slot of its origin (``download_slot``): a
-``PoliteSlot``, or with ``REDIS_URL`` a ``LedgerSlot`` that waits for the crawl's
+``DelaySlot``, or with ``REDIS_URL`` a ``LedgerSlot`` that waits for the crawl's
 per-origin ledger in Redis. Waiting happens in the slot's queue, not here
 (docs/architecture.md, "Politeness, concretely").
 """
@@ -19,7 +19,7 @@ from traverse_crawl.config.settings import get_config
 from traverse_crawl.crawl.stop import CrawlStopped, stopping
 from traverse_crawl.fetch import urls
 from traverse_crawl.meta_keys import BACKOFF, NOT_BEFORE, ORIGIN_DELAY, ROBOTS
-from traverse_crawl.politeness.delay_slot import PoliteSlot
+from traverse_crawl.politeness.delay_slot import DelaySlot
 from traverse_crawl.politeness.shared import shared_politeness
 from traverse_crawl.stats import inc
 
@@ -58,12 +58,12 @@ class PolitenessMiddleware:
             delay = 0.0 if meta.get(ROBOTS) else self._delay(meta)
             concurrency = 1 if delay else self.per_domain
             if self.shared is None or meta.get(ROBOTS):
-                slots[key] = PoliteSlot(concurrency, delay)
+                slots[key] = DelaySlot(concurrency, delay)
             else:
                 slots[key] = self.shared.origin_slot(concurrency, delay, urls.origin(request.url))
             if not meta.get(ROBOTS):
                 inc(self.crawler.stats, "politeness/origins")
-        elif isinstance(slot, PoliteSlot) and ORIGIN_DELAY in meta:
+        elif isinstance(slot, DelaySlot) and ORIGIN_DELAY in meta:
             slot.delay = self._delay(meta)
             if slot.delay > 0:
                 slot.concurrency = 1

@@ -1,6 +1,6 @@
 """The download slot of one origin in a single-process crawl.
 
-``PoliteSlot`` lets one request at a time through while its delay is > 0, and
+``DelaySlot`` lets one request at a time through while its delay is > 0, and
 starts the next at least the delay after the previous one *ended* (Scrapy's own
 slot delay counts from the previous *start*); a retry goes to the head of the
 queue and waits its backoff instead of the delay. A distributed crawl's
@@ -29,7 +29,7 @@ class EndStamps(set[Request]):
     end of every download in time.
     """
 
-    def __init__(self, slot: PoliteSlot) -> None:
+    def __init__(self, slot: DelaySlot) -> None:
         super().__init__()
         self.slot = slot
 
@@ -42,7 +42,7 @@ class RetriesFirst(deque[tuple[Request, Any]]):
     """The slot's queue: a retry goes to the head, as in Traverse's sequential
     loop, where a page's retries come before any other request to its origin."""
 
-    def __init__(self, slot: PoliteSlot) -> None:
+    def __init__(self, slot: DelaySlot) -> None:
         super().__init__()
         self.slot = slot
 
@@ -58,7 +58,7 @@ class RetriesFirst(deque[tuple[Request, Any]]):
             self.slot.latercall = None
 
 
-class PoliteSlot(Slot):
+class DelaySlot(Slot):
     """A download slot whose delay runs from the end of the previous request,
     and whose retries wait their backoff instead of the delay."""
 

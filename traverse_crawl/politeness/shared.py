@@ -18,7 +18,7 @@ ATTRIBUTE = "_traverse_shared_politeness"  # on the crawler, as get_config keeps
 
 class SharedPoliteness(Protocol):
     def origin_slot(self, concurrency: int, delay: float, origin: str) -> Any:
-        """The download slot of ``origin`` (a ``PoliteSlot``) whose head waits for the crawl."""
+        """The download slot of ``origin`` (a ``DelaySlot``) whose head waits for the crawl."""
 
     def hold_off(self, origin: str, seconds: float) -> None:
         """No worker sends to ``origin`` for ``seconds`` (a retry's backoff)."""

@@ -1,6 +1,6 @@
 """Component tests: the politeness slot's delay and the middleware that sets it up.
 
-``PoliteSlot.download_delay()`` is what Scrapy's downloader waits, counted from
+``DelaySlot.download_delay()`` is what Scrapy's downloader waits, counted from
 the slot's ``lastseen`` (the last dispatch): a table of slot states and the wait.
 """
 
@@ -15,16 +15,16 @@ from tests.support.components import ORIGIN, make_crawler, page_request
 from traverse_crawl.politeness import delay_middleware as politeness_module
 from traverse_crawl.politeness import delay_slot
 from traverse_crawl.politeness.delay_middleware import PolitenessMiddleware
-from traverse_crawl.politeness.delay_slot import PoliteSlot
+from traverse_crawl.politeness.delay_slot import DelaySlot
 
 EPS = delay_slot._EPSILON
 
 
-def slot(delay: float, lastseen: float, last_end: float, head: float | None) -> PoliteSlot:
+def slot(delay: float, lastseen: float, last_end: float, head: float | None) -> DelaySlot:
     """A slot that dispatched at ``lastseen``, saw its last download end at
     ``last_end``, and has a request at the head of its queue (a retry when
     ``head`` is its ``traverse_not_before``)."""
-    s = PoliteSlot(1 if delay else 8, delay)
+    s = DelaySlot(1 if delay else 8, delay)
     s.lastseen = lastseen
     s.last_end = last_end
     meta: dict[str, Any] = {} if head is None else {"traverse_not_before": head}
@@ -56,7 +56,7 @@ def test_slot_delay(delay, lastseen, last_end, head, wait):
 
 
 def test_a_retry_goes_to_the_head_of_its_origins_queue():
-    s = PoliteSlot(1, 1.0)
+    s = DelaySlot(1, 1.0)
     first, retry, last = (Request(f"{ORIGIN}/{n}") for n in ("first", "retry", "last"))
     retry.meta["traverse_not_before"] = 5.0
     for request in (first, retry, last):
@@ -65,7 +65,7 @@ def test_a_retry_goes_to_the_head_of_its_origins_queue():
 
 
 def test_end_of_a_download_is_stamped(monkeypatch):
-    s = PoliteSlot(1, 1.0)
+    s = DelaySlot(1, 1.0)
     request = Request(ORIGIN + "/")
     s.transferring.add(request)
     monkeypatch.setattr(delay_slot, "monotonic", lambda: 42.0)
@@ -109,7 +109,7 @@ def test_each_origin_gets_a_polite_slot(min_delay, per_domain, concurrency, dela
     mw, slots = politeness(settings)
     mw.process_request(page_request())
     slot = slots[ORIGIN]
-    assert isinstance(slot, PoliteSlot)
+    assert isinstance(slot, DelaySlot)
     assert (slot.concurrency, slot.delay) == (concurrency, delay)
 
 
