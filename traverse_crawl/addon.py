@@ -157,6 +157,12 @@ DISTRIBUTED: dict[str, dict[str, int | None]] = {
     "EXTENSIONS": {"traverse_crawl.distributed.shared_politeness.SharedPoliteness": 100},
 }
 
+# What TRAVERSE_METRICS_PORT adds: the Prometheus endpoint. Only then, so a crawl without
+# it imports nothing of prometheus_client.
+METRICS: dict[str, dict[str, int | None]] = {
+    "EXTENSIONS": {"traverse_crawl.operations.metrics.MetricsExtension": 520},
+}
+
 
 class Addon:
     """The Scrapy add-on of traverse_crawl (docs/getting-started.md)."""
@@ -181,6 +187,8 @@ class Addon:
         ]
         if config.redis.enabled:
             tables += DISTRIBUTED.items()
+        if config.metrics_port:
+            tables += METRICS.items()
         for name, table in tables:
             for path, order in table.items():
                 settings.setdefault_in_component_priority_dict(name, load_object(path), order)

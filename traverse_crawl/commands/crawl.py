@@ -110,6 +110,10 @@ def check(settings: BaseSettings, spargs: dict[str, str]) -> None:
     if jobdir:
         check_writable("JOBDIR", jobdir)
     check_render(settings)
+    if config.metrics_port:
+        from traverse_crawl.operations.metrics import check_port  # prometheus_client
+
+        check_port(config.metrics_host, config.metrics_port)
     if config.redis.enabled:  # before the reactor: blocking calls are fine here
         from traverse_crawl.distributed.frontier import join_crawl  # redis: slow to import
 

@@ -190,6 +190,21 @@ def parse_text(name: str, value: Any) -> str:
     return value
 
 
+def parse_port(name: str, value: Any) -> int:
+    """A TCP port, 1-65535, or 0 for off."""
+    port = parse_whole(name, value)
+    if port > 65535:
+        raise ConfigError(name, f"expected a TCP port (1-65535) or 0 for off, got {value!r}")
+    return port
+
+
+def parse_host(name: str, value: Any) -> str:
+    """An address to listen on: an IP address or a host name, never empty."""
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(name, f"expected an address to listen on, got {value!r}")
+    return value.strip()
+
+
 def parse_field_name(name: str, value: Any) -> str:
     """An item field's name: a non-empty string without surrounding spaces."""
     if not isinstance(value, str) or not value or value != value.strip():
@@ -252,6 +267,9 @@ FIELDS: dict[str, Field] = {
     "source_id": Field("TRAVERSE_SOURCE_ID", "", parse_text),
     # The item field that gets the sourceRef of the item's response.
     "item_source_field": Field("TRAVERSE_ITEM_SOURCE_FIELD", "sourceRef", parse_field_name),
+    # A Prometheus endpoint while the crawl runs (operations/metrics.py); 0: off.
+    "metrics_port": Field("TRAVERSE_METRICS_PORT", 0, parse_port),
+    "metrics_host": Field("TRAVERSE_METRICS_HOST", "127.0.0.1", parse_host),
 }
 DEFAULTS: dict[str, Any] = {field.setting: field.default for field in FIELDS.values()}
 DEFAULTS.update(REDIS_DEFAULTS)  # a distributed crawl's (config/distributed.py)
@@ -292,6 +310,8 @@ class TraverseConfig:
     replay_reader: bool
     source_id: str
     item_source_field: str
+    metrics_port: int
+    metrics_host: str
     redis: RedisConfig  # REDIS_URL and the distributed crawl's settings
 
     @classmethod
