@@ -162,6 +162,16 @@ def parse_path(name: str, value: Any) -> str:
     return text
 
 
+def parse_file_path(name: str, value: Any) -> str:
+    """A file's path, or "" for none."""
+    if not isinstance(value, str):
+        raise ConfigError(name, f"expected a file path, got {value!r}")
+    text = value.strip()
+    if text.endswith(("/", "\\")):
+        raise ConfigError(name, f"expected a file path, got the directory {text!r}")
+    return text
+
+
 def parse_retries(name: str, value: Any) -> int:
     # Traverse clamps retries to [0, 5]; we also round down, since a
     # fractional attempt count means nothing.
@@ -252,6 +262,8 @@ FIELDS: dict[str, Field] = {
     "source_id": Field("TRAVERSE_SOURCE_ID", "", parse_text),
     # The item field that gets the sourceRef of the item's response.
     "item_source_field": Field("TRAVERSE_ITEM_SOURCE_FIELD", "sourceRef", parse_field_name),
+    # The final stats and each seed's totals, one JSON file; "": none.
+    "stats_file": Field("TRAVERSE_STATS_FILE", "", parse_file_path),
 }
 DEFAULTS: dict[str, Any] = {field.setting: field.default for field in FIELDS.values()}
 DEFAULTS.update(REDIS_DEFAULTS)  # a distributed crawl's (config/distributed.py)
@@ -292,6 +304,7 @@ class TraverseConfig:
     replay_reader: bool
     source_id: str
     item_source_field: str
+    stats_file: str
     redis: RedisConfig  # REDIS_URL and the distributed crawl's settings
 
     @classmethod
