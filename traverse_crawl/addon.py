@@ -145,6 +145,10 @@ EXTENSIONS: dict[str, int | None] = {
     # TRAVERSE_WARC_DIR: every exchange of a capture also goes to WARC files.
     "traverse_crawl.warc.extension.WarcWriterExtension": 500,
     "traverse_crawl.crawl.progress_extension.ProgressExtension": 510,
+    # TRAVERSE_STATS_FILE: the final stats and each seed's totals, once the engine stopped.
+    "traverse_crawl.operations.stats_file.StatsFileExtension": 520,
+    # Something lost (traverse/lost, a feed not stored): `scrapy crawl` exits 1.
+    "traverse_crawl.operations.exit_status.LostResultsExitStatus": 530,
 }
 
 

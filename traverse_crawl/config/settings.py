@@ -162,6 +162,16 @@ def parse_path(name: str, value: Any) -> str:
     return text
 
 
+def parse_file_path(name: str, value: Any) -> str:
+    """A file's path, or "" for none."""
+    if not isinstance(value, str):
+        raise ConfigError(name, f"expected a file path, got {value!r}")
+    text = value.strip()
+    if text.endswith(("/", "\\")):
+        raise ConfigError(name, f"expected a file path, got the directory {text!r}")
+    return text
+
+
 def parse_retries(name: str, value: Any) -> int:
     # Traverse clamps retries to [0, 5]; we also round down, since a
     # fractional attempt count means nothing.
@@ -270,6 +280,8 @@ FIELDS: dict[str, Field] = {
     # A Prometheus endpoint while the crawl runs (operations/metrics.py); 0: off.
     "metrics_port": Field("TRAVERSE_METRICS_PORT", 0, parse_port),
     "metrics_host": Field("TRAVERSE_METRICS_HOST", "127.0.0.1", parse_host),
+    # The final stats and each seed's totals, one JSON file; "": none.
+    "stats_file": Field("TRAVERSE_STATS_FILE", "", parse_file_path),
 }
 DEFAULTS: dict[str, Any] = {field.setting: field.default for field in FIELDS.values()}
 DEFAULTS.update(REDIS_DEFAULTS)  # a distributed crawl's (config/distributed.py)
@@ -312,6 +324,7 @@ class TraverseConfig:
     item_source_field: str
     metrics_port: int
     metrics_host: str
+    stats_file: str
     redis: RedisConfig  # REDIS_URL and the distributed crawl's settings
 
     @classmethod

@@ -30,7 +30,7 @@ from traverse_crawl.crawl.seeds import Seed, seeds_from_args
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.jobdir import state as jobstate
 from traverse_crawl.jobdir.journal import JOURNAL_NAME, FileJournal, JournalError
-from traverse_crawl.stats import inc
+from traverse_crawl.stats import inc, inc_lost
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ class Job:
                 self.journal.path,
                 getattr(exc, "strerror", None) or exc,
             )
-        inc(self.stats, "jobdir/error")
+        inc_lost(self.stats, "jobdir/error")
 
 
 def jobdir_path(settings: Any) -> str | None:
