@@ -83,7 +83,6 @@ def build_seed(
     depth_failed: Counter[int] = Counter()
     for page in pages:
         (depth_failed if "error" in page["fetch"] else depth_ok)[page["depth"]] += 1
-    deepest = max((p["depth"] for p in pages), default=-1)
     sized = [
         (p["url"], p["bodySize"], p["fetch"]["snapshot"].get("contentType", "?"))
         for p in pages
@@ -105,7 +104,7 @@ def build_seed(
         by_type=_ranked(
             Counter(p["fetch"]["snapshot"].get("contentType", "?") for p in pages if ok(p))
         ),
-        by_depth=[(d, depth_ok[d], depth_failed[d]) for d in range(deepest + 1)],
+        by_depth=[(d, depth_ok[d], depth_failed[d]) for d in _depths(depth_ok, depth_failed)],
         nodes=nodes,
         largest=sized[:LARGEST],
         sizes_known=bool(sized) or not any(ok(p) for p in pages),
@@ -116,6 +115,18 @@ def build_seed(
 
 def ok(page: dict[str, Any]) -> bool:
     return "snapshot" in page["fetch"]
+
+
+def _depths(*counts: Counter[int]) -> list[int]:
+    """Every depth from 0 to the deepest, as a crawl's BFS has them; a hand-made
+    manifest whose depths leave gaps larger than its page count (a page "at depth 3x10^7")
+    is charted at the depths it has, so the chart is never larger than the manifest."""
+    present = sorted(set().union(*counts))
+    if not present:
+        return []
+    pages = sum(sum(c.values()) for c in counts)
+    contiguous = present[0] >= 0 and present[-1] < 2 * pages
+    return list(range(present[-1] + 1)) if contiguous else present
 
 
 def tree(pages: list[dict[str, Any]]) -> list[Node]:
