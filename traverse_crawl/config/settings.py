@@ -252,6 +252,8 @@ FIELDS: dict[str, Field] = {
     "source_id": Field("TRAVERSE_SOURCE_ID", "", parse_text),
     # The item field that gets the sourceRef of the item's response.
     "item_source_field": Field("TRAVERSE_ITEM_SOURCE_FIELD", "sourceRef", parse_field_name),
+    # Each seed's links not admitted, in <manifest name>.skipped.jsonl (crawl/skipped.py).
+    "skipped": Field("TRAVERSE_SKIPPED", False, parse_bool),
 }
 DEFAULTS: dict[str, Any] = {field.setting: field.default for field in FIELDS.values()}
 DEFAULTS.update(REDIS_DEFAULTS)  # a distributed crawl's (config/distributed.py)
@@ -292,6 +294,7 @@ class TraverseConfig:
     replay_reader: bool
     source_id: str
     item_source_field: str
+    skipped: bool
     redis: RedisConfig  # REDIS_URL and the distributed crawl's settings
 
     @classmethod
@@ -302,7 +305,14 @@ class TraverseConfig:
             value = settings.get(name)
             values[attr] = parse(name, default if value is None else value)
         check_scrapy_settings(settings)  # Scrapy's own settings a crawl relies on
-        return cls(**values, redis=RedisConfig.from_settings(settings))
+        redis = RedisConfig.from_settings(settings)
+        if values["skipped"] and redis.enabled:
+            # Redis workers commit pages out of one frontier's BFS order (docs/operations.md).
+            raise ConfigError(
+                "TRAVERSE_SKIPPED/REDIS_URL",
+                "TRAVERSE_SKIPPED is not supported with REDIS_URL yet; leave it off",
+            )
+        return cls(**values, redis=redis)
 
 
 _ATTR = "_traverse_config"

@@ -122,9 +122,30 @@ class ManifestPipeline:
             else:
                 logger.info("manifest for seed %r: %s", frontier.seed_id, path)
                 inc(self.crawler.stats, "manifest/written")
+                self._write_skipped(path, frontier)
                 return
         inc(self.crawler.stats, "manifest/error")
         self._fallback(path, frontier, error)
+
+    def _write_skipped(self, path: str, frontier: Frontier) -> None:
+        """``TRAVERSE_SKIPPED``: the seed's links not admitted, beside its manifest."""
+        log = frontier.skipped
+        if log is None:
+            return
+        target = skipped_path(path)
+        for _attempt in range(WRITE_ATTEMPTS):
+            try:
+                atomic_write(target, lambda out: log.write(out, frontier.seen))
+            except OSError as exc:
+                error = exc
+            else:
+                inc(self.crawler.stats, "manifest/skipped_written")
+                return
+        inc(self.crawler.stats, "manifest/skipped_error")
+        logger.error(
+            "could not write %s (%s): the skipped URLs of seed %r are lost",
+            target, _reason(error), frontier.seed_id,
+        )  # fmt: skip
 
     def _fallback(self, path: str, frontier: Frontier, error: OSError) -> None:
         # A manifest that cannot be written (a full disk, a directory made read-only
@@ -172,6 +193,11 @@ def write_manifest(path: str, frontier: Frontier) -> None:
         text.detach()  # atomic_write flushes, fsyncs and closes the file itself
 
     atomic_write(path, write)
+
+
+def skipped_path(manifest: str) -> str:
+    """``<manifest name>.skipped.jsonl`` beside the manifest (``TRAVERSE_SKIPPED``)."""
+    return manifest[: -len(".json")] + ".skipped.jsonl"
 
 
 def manifest_path(directory: str, seed_id: str) -> str:
