@@ -120,3 +120,21 @@ def test_refused_with_redis_url(tmp_path):
     )  # fmt: skip
     assert run.returncode == 2
     assert "TRAVERSE_SKIPPED" in run.stderr and "REDIS_URL" in run.stderr
+
+
+def test_the_report_counts_the_skipped_urls_by_reason_and_host(server, tmp_path):
+    skipping_site(server)
+    path, run = crawl(server, tmp_path, "-s", "TRAVERSE_SKIPPED=True")
+    assert run.returncode == 0, run.stderr[-2000:]  # type: ignore[attr-defined]
+    out = tmp_path / "report.html"
+    report = scrapy("report", str(tmp_path / "manifests"), "-o", str(out))
+    assert report.returncode == 0, report.stderr
+    html = out.read_text(encoding="utf-8")
+    assert 'Links not followed (<span class="skipped-total">10</span>)' in html
+    for reason, n in [
+        ("not-http", 2), ("max-depth", 3), ("off-origin", 2), ("link-limit", 1),
+        ("max-pages", 1), ("robots-denied", 1),
+    ]:  # fmt: skip
+        assert f'<tr><td>{reason}</td><td class="n">{n}</td>' in html
+    assert '<tr><td>other.invalid</td><td class="n">1</td>' in html
+    assert '<tr><td>another.invalid</td><td class="n">1</td>' in html

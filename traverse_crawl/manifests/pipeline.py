@@ -24,6 +24,7 @@ from traverse_crawl.crawl.frontier import Frontier
 from traverse_crawl.crawl.items import PageItem
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.jobdir.pipeline import jobdir_path
+from traverse_crawl.manifests.read import skipped_path
 from traverse_crawl.signals import seed_finished, seed_started
 from traverse_crawl.snapshots.store import source_dir_name
 from traverse_crawl.stats import inc
@@ -193,11 +194,6 @@ def write_manifest(path: str, frontier: Frontier) -> None:
         text.detach()  # atomic_write flushes, fsyncs and closes the file itself
 
     atomic_write(path, write)
-
-
-def skipped_path(manifest: str) -> str:
-    """``<manifest name>.skipped.jsonl`` beside the manifest (``TRAVERSE_SKIPPED``)."""
-    return manifest[: -len(".json")] + ".skipped.jsonl"
 
 
 def manifest_path(directory: str, seed_id: str) -> str:
