@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -61,7 +62,7 @@ def expected(server: Server) -> list[dict]:
     return [{"url": a, "reason": b, "from": c, "depth": d} for a, b, c, d in rows]
 
 
-def crawl(server: Server, tmp: Path, *extra: str) -> tuple[Path, object]:
+def crawl(server: Server, tmp: Path, *extra: str) -> tuple[Path, subprocess.CompletedProcess[str]]:
     run = scrapy(
         "crawl", "traverse", "-a", f"url={server.url('/')}", "-a", "source_id=site",
         *crawl_args(tmp, server.origin), *BUDGETS, *extra,
@@ -83,7 +84,7 @@ def test_the_skipped_file_lists_every_link_not_admitted_in_discovery_order(
         "-s", f"CONCURRENT_REQUESTS={concurrency}",
         "-s", f"CONCURRENT_REQUESTS_PER_DOMAIN={concurrency}",
     )  # fmt: skip
-    assert run.returncode == 0, run.stderr[-2000:]  # type: ignore[attr-defined]
+    assert run.returncode == 0, run.stderr[-2000:]
     assert read(path) == expected(server)
     manifest = json.loads(path.with_name(f"{source_dir_name('site')}.json").read_text())
     assert len(manifest["pages"]) == 8
@@ -96,7 +97,7 @@ def test_the_skipped_file_lists_every_link_not_admitted_in_discovery_order(
 def test_off_by_default_no_skipped_file(server, tmp_path):
     skipping_site(server)
     path, run = crawl(server, tmp_path)
-    assert run.returncode == 0, run.stderr[-2000:]  # type: ignore[attr-defined]
+    assert run.returncode == 0, run.stderr[-2000:]
     assert path.with_name(f"{source_dir_name('site')}.json").exists()
     assert not path.exists()
 
@@ -105,11 +106,11 @@ def test_a_resumed_crawl_writes_each_skipped_url_once(server, tmp_path):
     skipping_site(server)
     job = ("-s", f"JOBDIR={tmp_path / 'job'}", "-s", "TRAVERSE_SKIPPED=True")
     path, stopped = crawl(server, tmp_path, *job, "-s", "CLOSESPIDER_PAGECOUNT=3")
-    assert stopped.returncode == 0, stopped.stderr[-2000:]  # type: ignore[attr-defined]
+    assert stopped.returncode == 0, stopped.stderr[-2000:]
     assert len(read(path)) < len(expected(server))
     path, resumed = crawl(server, tmp_path, *job)
-    assert resumed.returncode == 0, resumed.stderr[-2000:]  # type: ignore[attr-defined]
-    assert "resumed with" in resumed.stderr  # type: ignore[attr-defined]
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "resumed with" in resumed.stderr
     assert read(path) == expected(server)
 
 
@@ -124,8 +125,8 @@ def test_refused_with_redis_url(tmp_path):
 
 def test_the_report_counts_the_skipped_urls_by_reason_and_host(server, tmp_path):
     skipping_site(server)
-    path, run = crawl(server, tmp_path, "-s", "TRAVERSE_SKIPPED=True")
-    assert run.returncode == 0, run.stderr[-2000:]  # type: ignore[attr-defined]
+    _, run = crawl(server, tmp_path, "-s", "TRAVERSE_SKIPPED=True")
+    assert run.returncode == 0, run.stderr[-2000:]
     out = tmp_path / "report.html"
     report = scrapy("report", str(tmp_path / "manifests"), "-o", str(out))
     assert report.returncode == 0, report.stderr

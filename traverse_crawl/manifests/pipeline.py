@@ -25,9 +25,9 @@ from traverse_crawl.crawl.items import PageItem
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.jobdir.pipeline import jobdir_path
 from traverse_crawl.manifests.read import skipped_path
-from traverse_crawl.signals import seed_finished, seed_started
+from traverse_crawl.signals import manifest_written, seed_finished, seed_started
 from traverse_crawl.snapshots.store import source_dir_name
-from traverse_crawl.stats import inc
+from traverse_crawl.stats import inc, inc_lost
 from traverse_crawl.utils.atomic import atomic_write
 
 logger = logging.getLogger(__name__)
@@ -124,8 +124,9 @@ class ManifestPipeline:
                 logger.info("manifest for seed %r: %s", frontier.seed_id, path)
                 inc(self.crawler.stats, "manifest/written")
                 self._write_skipped(path, frontier)
+                self._written(frontier.seed_id, path)
                 return
-        inc(self.crawler.stats, "manifest/error")
+        inc_lost(self.crawler.stats, "manifest/error")
         self._fallback(path, frontier, error)
 
     def _write_skipped(self, path: str, frontier: Frontier) -> None:
@@ -142,7 +143,7 @@ class ManifestPipeline:
             else:
                 inc(self.crawler.stats, "manifest/skipped_written")
                 return
-        inc(self.crawler.stats, "manifest/skipped_error")
+        inc_lost(self.crawler.stats, "manifest/skipped_error")  # the crawl exits 1
         logger.error(
             "could not write %s (%s): the skipped URLs of seed %r are lost",
             target, _reason(error), frontier.seed_id,
@@ -169,10 +170,14 @@ class ManifestPipeline:
             )  # fmt: skip
             return
         inc(self.crawler.stats, "manifest/fallback")
+        self._written(seed_id, fallback)
         logger.error(
             "could not write manifest %s (%s); its content is in %s",
             path, _reason(error), fallback,
         )  # fmt: skip
+
+    def _written(self, seed_id: str, path: str) -> None:
+        self.crawler.signals.send_catch_log(manifest_written, seed_id=seed_id, path=path)
 
 
 def _reason(exc: OSError) -> str:
