@@ -277,6 +277,8 @@ FIELDS: dict[str, Field] = {
     "source_id": Field("TRAVERSE_SOURCE_ID", "", parse_text),
     # The item field that gets the sourceRef of the item's response.
     "item_source_field": Field("TRAVERSE_ITEM_SOURCE_FIELD", "sourceRef", parse_field_name),
+    # Each seed's links not admitted, in <manifest name>.skipped.jsonl (crawl/skipped.py).
+    "skipped": Field("TRAVERSE_SKIPPED", False, parse_bool),
     # A Prometheus endpoint while the crawl runs (operations/metrics.py); 0: off.
     "metrics_port": Field("TRAVERSE_METRICS_PORT", 0, parse_port),
     "metrics_host": Field("TRAVERSE_METRICS_HOST", "127.0.0.1", parse_host),
@@ -322,6 +324,7 @@ class TraverseConfig:
     replay_reader: bool
     source_id: str
     item_source_field: str
+    skipped: bool
     metrics_port: int
     metrics_host: str
     stats_file: str
@@ -335,7 +338,14 @@ class TraverseConfig:
             value = settings.get(name)
             values[attr] = parse(name, default if value is None else value)
         check_scrapy_settings(settings)  # Scrapy's own settings a crawl relies on
-        return cls(**values, redis=RedisConfig.from_settings(settings))
+        redis = RedisConfig.from_settings(settings)
+        if values["skipped"] and redis.enabled:
+            # Redis workers commit pages out of one frontier's BFS order (docs/operations.md).
+            raise ConfigError(
+                "TRAVERSE_SKIPPED/REDIS_URL",
+                "TRAVERSE_SKIPPED is not supported with REDIS_URL yet; leave it off",
+            )
+        return cls(**values, redis=redis)
 
 
 _ATTR = "_traverse_config"
