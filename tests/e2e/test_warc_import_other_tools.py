@@ -12,6 +12,7 @@ import gzip
 import io
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from tests.support.cli import crawl_args, scrapy
+from tests.support.cli import REPO, crawl_args, scrapy, scrapy_env
 from tests.support.warctools import PYWB_BIN
 from traverse_crawl.snapshots.store import FilesystemSnapshotStore
 
@@ -304,3 +305,32 @@ def test_pywbs_sample_archives(tmp_path):
     done = warc_import(tmp_path, SAMPLES / "example-bad.warc.gz.bad", source_id="one")
     (warning,) = warnings(done)
     assert "read sequentially" in warning and "imported 2 snapshot(s)" in done.stdout
+
+
+def test_an_import_holds_one_record_not_a_file(tmp_path):
+    # 80 records of 1 MB each (a small file: the payloads compress well). Holding
+    # every snapshot of the file took twice the memory of the command itself.
+    archive = tmp_path / "big.warc.gz"
+    archive.write_bytes(
+        warc(
+            [
+                ("response", f"http://example.com/{n}", "2020-01-01T00:00:00Z", "x" * 1_000_000)
+                for n in range(80)
+            ]
+        )
+    )
+    # A small parent measures the command: a child forked from pytest inherits its peak.
+    measure = (
+        "import resource, subprocess, sys; done = subprocess.run(sys.argv[1:]);"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr);"
+        "sys.exit(done.returncode)"
+    )
+    command = [sys.executable, "-c", measure, sys.executable, "-m", "scrapy", "warc", "import"]
+    options = ["--source-id", "t", "-s", f"TRAVERSE_STORE={tmp_path / 'store'}"]
+    done = subprocess.run(
+        [*command, str(archive), *options],
+        cwd=REPO, env=scrapy_env(), capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0 and "imported 80 snapshot(s)" in done.stdout, done.stderr
+    peak = int(done.stderr.splitlines()[-1])
+    assert peak < 115 * 1024, f"peak {peak // 1024} MB"

@@ -118,7 +118,9 @@ class _Quiet:
             logger.propagate = propagate
             text = captured.getvalue()
             if "Replacing spaces" in text:
-                self.notices.append(Bad(-1, "spaces in its WARC-Target-URI replaced by %20", skipped=False))
+                self.notices.append(
+                    Bad(-1, "spaces in its WARC-Target-URI replaced by %20", skipped=False)
+                )
             elif text.strip():
                 found = _WARCIO_OFFSET.search(text)
                 self.notices.append(
