@@ -147,6 +147,8 @@ def test_pipelines_extensions_handler_and_scheduler():
         "traverse_crawl.crawl.stop.TwoSignalStop",
         "traverse_crawl.warc.extension.WarcWriterExtension",
         "traverse_crawl.crawl.progress_extension.ProgressExtension",
+        "traverse_crawl.operations.stats_file.StatsFileExtension",
+        "traverse_crawl.operations.exit_status.LostResultsExitStatus",
     ]
     assert "scrapy.extensions.spiderstate.SpiderState" not in extensions
     # Left out of the base itself: Scrapy imports every base key, None or not.

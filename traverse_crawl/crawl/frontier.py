@@ -78,6 +78,7 @@ class Frontier:
         self.pending: dict[int, Outcome] = {}
         self.pages: PageLog = PageList() if spool is None else spool.pages()
         self.errors = 0  # committed pages whose fetch is an error (progress figures)
+        self.outcomes: dict[str, int] = {}  # committed pages by "ok" or error kind (stats file)
         self.store_warnings: dict[int, str] = {}
         self.stop_reason: str | None = None
         # Sitemaps: None = not read for this seed; else the result, once in.
@@ -203,7 +204,10 @@ class Frontier:
             if position == 0 and self.sitemap_urls is not None:
                 self._queue_sitemap_urls()
             self.pages.commit(page, notes)
-            self.errors += "error" in done.fetch
+            error = done.fetch.get("error")
+            self.errors += error is not None
+            kind = "ok" if error is None else error["kind"]
+            self.outcomes[kind] = self.outcomes.get(kind, 0) + 1
             committed.append(page)
         self.queue.forget(len(self.pages))
         return committed

@@ -24,9 +24,9 @@ from traverse_crawl.crawl.frontier import Frontier
 from traverse_crawl.crawl.items import PageItem
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.jobdir.pipeline import jobdir_path
-from traverse_crawl.signals import seed_finished, seed_started
+from traverse_crawl.signals import manifest_written, seed_finished, seed_started
 from traverse_crawl.snapshots.store import source_dir_name
-from traverse_crawl.stats import inc
+from traverse_crawl.stats import inc, inc_lost
 from traverse_crawl.utils.atomic import atomic_write
 
 logger = logging.getLogger(__name__)
@@ -122,8 +122,9 @@ class ManifestPipeline:
             else:
                 logger.info("manifest for seed %r: %s", frontier.seed_id, path)
                 inc(self.crawler.stats, "manifest/written")
+                self._written(frontier.seed_id, path)
                 return
-        inc(self.crawler.stats, "manifest/error")
+        inc_lost(self.crawler.stats, "manifest/error")
         self._fallback(path, frontier, error)
 
     def _fallback(self, path: str, frontier: Frontier, error: OSError) -> None:
@@ -147,10 +148,14 @@ class ManifestPipeline:
             )  # fmt: skip
             return
         inc(self.crawler.stats, "manifest/fallback")
+        self._written(seed_id, fallback)
         logger.error(
             "could not write manifest %s (%s); its content is in %s",
             path, _reason(error), fallback,
         )  # fmt: skip
+
+    def _written(self, seed_id: str, path: str) -> None:
+        self.crawler.signals.send_catch_log(manifest_written, seed_id=seed_id, path=path)
 
 
 def _reason(exc: OSError) -> str:
