@@ -1,10 +1,12 @@
-"""``scrapy warc import``: WARC/WACZ records into snapshots (docs/web-archives.md).
+"""``scrapy warc import``: WARC/ARC/WACZ records into snapshots (docs/web-archives.md).
 
-Every 2xx ``response`` and every ``resource`` record of an http(s) URL whose media
-type is one of the store's kinds becomes a snapshot of page id
-``encodeURIComponent(ID)::URL``; a ``metadata`` record written by traverse_crawl
-restores the snapshot's other fields, so an export imports back to the snapshots it
-came from. Damaged records are skipped and reported (``warc/reader.py``).
+Every 2xx ``response`` to a GET and every ``resource`` record of an http(s) URL whose
+media type is one of the store's kinds becomes a snapshot of page id
+``encodeURIComponent(ID)::URL``, the URL in the frontier's normal form; a ``revisit``
+becomes one with its original's payload. A first pass over every file indexes what
+the second needs (requests' methods, payload digests, traverse_crawl's ``metadata``
+records), so files may come in any order; the second streams one record at a time.
+Damaged records are skipped and reported (``warc/reader.py``).
 """
 
 from __future__ import annotations
@@ -304,18 +306,19 @@ def _snapshots(
             normalised,
         )
         out += [built] if built is not None else []
+    original = _capture_of(record)
     for revisit in revisits:
         # An identical-payload revisit keeps its own response headers; a 304's are
         # the original's.
         own_headers = "not-modified" not in revisit.profile and revisit.status
-        source = revisit if own_headers else _capture_of(record)
+        source = revisit if own_headers else original
         built = _build(
             prefix,
             revisit.url,
             plan.metadata.get(revisit.record_id, {}),
             revisit.date,
             source.status,
-            source.content_type,
+            source.content_type or original.content_type,
             source.etag,
             source.last_modified,
             body,
