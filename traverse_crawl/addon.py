@@ -18,6 +18,7 @@ from scrapy.utils.misc import load_object
 
 from traverse_crawl.config.settings import DEFAULTS, TraverseConfig
 from traverse_crawl.rendering.addon import update_render_settings
+from traverse_crawl.runtime import log_redaction
 
 PRIORITY = "addon"
 
@@ -177,9 +178,13 @@ class Addon:
         # exists; every plain default is set here too, so the process and its
         # crawlers see the same values.
         _set_defaults(settings)
+        # Before the process logs anything: a password in a URL (a seed's, REDIS_URL's
+        # in "Overridden settings", a link's in an item dump) is never printed.
+        log_redaction.install()
 
     def update_settings(self, settings: BaseSettings) -> None:
         _set_defaults(settings)
+        log_redaction.install()
         # A bad value stops the crawl here, before any component starts, for any
         # spider (the crawl command checks the traverse spider's even earlier).
         config = TraverseConfig.from_settings(settings)

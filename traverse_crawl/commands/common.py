@@ -20,6 +20,7 @@ from traverse_crawl.fetch.exceptions import CommandFailed
 from traverse_crawl.snapshots.model import Snapshot, manifest_view
 from traverse_crawl.snapshots.source_ref import build_source_ref
 from traverse_crawl.snapshots.store import FilesystemSnapshotStore
+from traverse_crawl.utils.redact import redact_text
 
 
 class StoreCommand:
@@ -103,5 +104,5 @@ def run_safely(command: Any, action: Any, *args: Any) -> None:
     try:
         action(*args)
     except CommandFailed as exc:
-        write_text(sys.stderr, f"error: {exc}\n")
+        write_text(sys.stderr, f"error: {redact_text(str(exc))}\n")
         command.exitcode = 1

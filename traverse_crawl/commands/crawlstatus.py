@@ -16,9 +16,10 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from traverse_crawl.commands.common import StoreCommand, run_safely, write_text
-from traverse_crawl.config.distributed import RedisConfig, parse_crawl_id, redact
+from traverse_crawl.config.distributed import RedisConfig, parse_crawl_id
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.fetch.exceptions import CommandFailed
+from traverse_crawl.utils.redact import redact_url
 
 
 class Command(StoreCommand, ScrapyCommand):
@@ -58,6 +59,6 @@ class Command(StoreCommand, ScrapyCommand):
         finally:
             conn.close()
         if status is None:
-            raise CommandFailed(f"no crawl {crawl!r} in Redis at {redact(config.url)}")
+            raise CommandFailed(f"no crawl {crawl!r} in Redis at {redact_url(config.url)}")
         text = json.dumps(status, ensure_ascii=False) + "\n" if opts.json else render(status)
         write_text(sys.stdout, text)

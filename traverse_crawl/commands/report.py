@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from scrapy.commands import ScrapyCommand
@@ -26,7 +27,7 @@ from traverse_crawl.reports import diff
 from traverse_crawl.reports import html as reporthtml
 from traverse_crawl.reports.model import Skipped, build_seed, derive_parents, ok, skipped_summary
 from traverse_crawl.snapshots.model import body_size
-from traverse_crawl.snapshots.store import FilesystemSnapshotStore
+from traverse_crawl.snapshots.store import FilesystemSnapshotStore, shown_name
 from traverse_crawl.utils.atomic import atomic_write_text
 
 
@@ -65,17 +66,27 @@ class Command(ScrapyCommand):
             return
         store = self._store()
         seeds = []
+        # A manifest named after a seed id that holds a URL's password is shown by a
+        # glob of its name (docs/snapshots.md): the report is shared beyond the crawl.
+        seed_ids = {m.seed_id for m in loaded}
+
+        def shown(path: str) -> str:
+            for seed_id in seed_ids:
+                path = shown_name(path, seed_id)
+            return path
+
         for manifest in loaded:
             notes = enrich(manifest.data, store)
             changes = None
             if older is not None:
                 match = [m.data for m in older if m.seed_id == manifest.seed_id]
                 changes = diff.diff(match, [manifest.data])
-            seed = build_seed(manifest.data, manifest.path, changes)
+            seed = build_seed(manifest.data, shown(manifest.path), changes)
             seed.notes.extend(notes)
-            seed.skipped = read_skipped(manifest.path)
+            seed.skipped = read_skipped(manifest.path, shown)
             seeds.append(seed)
-        html = reporthtml.page(seeds, [m.path for m in loaded], opts.against)
+        against = [shown(path) for path in opts.against] if opts.against else opts.against
+        html = reporthtml.page(seeds, [shown(m.path) for m in loaded], against)
         try:
             atomic_write_text(opts.output, html)
         except OSError as exc:
@@ -91,16 +102,16 @@ class Command(ScrapyCommand):
             return None
 
 
-def read_skipped(manifest_path: str) -> Skipped | None:
+def read_skipped(manifest_path: str, shown: Callable[[str], str]) -> Skipped | None:
     """The counts of the manifest's ``.skipped.jsonl`` (``TRAVERSE_SKIPPED``), if it has one."""
     path = skipped_path(manifest_path) if manifest_path.endswith(".json") else None
     if path is None or not os.path.isfile(path):
         return None
     try:
         with open(path, "rb") as lines:
-            return skipped_summary(lines, path)
+            return skipped_summary(lines, shown(path))
     except OSError as exc:
-        write_text(sys.stderr, f"warning: cannot read {path}: {exc.strerror or exc}\n")
+        write_text(sys.stderr, f"warning: cannot read {shown(path)}: {exc.strerror or exc}\n")
         return None
 
 

@@ -13,10 +13,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from traverse_crawl.config.scrapy_settings import parse_optional_timeout, parse_timeout
 from traverse_crawl.errors import ConfigError
+from traverse_crawl.utils.redact import redact_url
 
 # A crawl id becomes part of every key (``traverse:<crawl id>:...``): printable,
 # no whitespace, no ``*?[]`` (they would turn a key listing into a pattern).
@@ -33,7 +34,8 @@ def parse_redis_url(name: str, value: Any) -> str:
     text = "" if value is None else str(value).strip()
     if text and urlsplit(text).scheme not in URL_SCHEMES:
         accepted = ", ".join(f"{s}://" for s in URL_SCHEMES)
-        raise ConfigError(name, f"expected a URL starting with {accepted}, got {redact(text)!r}")
+        shown = redact_url(text)
+        raise ConfigError(name, f"expected a URL starting with {accepted}, got {shown!r}")
     return text
 
 
@@ -119,13 +121,3 @@ class RedisConfig:
                 "TRAVERSE_SITEMAPS", f"{sitemaps!r} is not supported with REDIS_URL yet; use 'off'"
             )
         return config
-
-
-def redact(url: str) -> str:
-    """``url`` without its password, for messages and logs."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    user = f"{parts.username}:***" if parts.username else ":***"
-    return urlunsplit(parts._replace(netloc=f"{user}@{host}"))

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from traverse_crawl.errors import ConfigError, FetchError
 from traverse_crawl.fetch import urls
 from traverse_crawl.snapshots.model import CONTENT_TYPES
+from traverse_crawl.utils.redact import redact_text
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,34 @@ def seeds_from_args(
         found = [Seed(url if source_id is None else source_id, url, hint)]
     check_unique(found)
     return found
+
+
+def password_warning(seeds: list[Seed]) -> str | None:
+    """The start-up warning for seeds whose URL or id carries a URL's password, or None.
+
+    A page id is the seed id and the page's URL as discovered, and names the page's
+    store directory; the seed id also names the manifest file (Traverse's naming,
+    docs/snapshots.md): those keep what the id and the URL hold.
+    """
+    by_id = [seed for seed in seeds if redact_text(seed.id) != seed.id]
+    by_url = [seed for seed in seeds if redact_text(seed.url) != seed.url]
+    if not by_id and not by_url:
+        return None
+    if by_id:
+        found, what = by_id, "seed id"
+        keeps = "the manifest's file name, every page id and the store's directory names"
+        advice = "; -a source_id=NAME (or an id in the seeds file) gives the seed an id without it"
+    else:
+        found, what = by_url, "seed URL"
+        keeps = "the page id of its page and that page's store directory name"
+        advice = ""
+    first = redact_text(found[0].id if by_id else found[0].url)
+    which = f"{what} {first!r}" if len(found) == 1 else f"{len(found)} {what}s ({first!r}, ...)"
+    return (
+        f"{which} carries a password (a URL's user:password@): {keeps} keep it, as the "
+        f"WARC metadata records do; logs, stats and reports mask it{advice} "
+        "(docs/snapshots.md)"
+    )
 
 
 def invalid_seed_error(seed_url: str) -> FetchError:

@@ -106,6 +106,9 @@ class TraverseSpider(Spider):
         spider.config = get_config(crawler)  # validates every setting before any request
         spider.spool = Spool(spider.config.manifest_dir)
         spider.seeds, spider.job = resolve_seeds(crawler.settings, spider.config, spider._seed_args)
+        warning = seedlib.password_warning(spider.seeds)
+        if warning:
+            logger.warning(warning)
         spider.remote = None
         if spider.config.redis.enabled:  # the worker's code, and redis, only then
             from traverse_crawl.distributed.worker import Worker

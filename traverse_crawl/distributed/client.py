@@ -20,8 +20,9 @@ import redis.asyncio
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from traverse_crawl.config.distributed import RedisConfig, SettingsLike, redact
+from traverse_crawl.config.distributed import RedisConfig, SettingsLike
 from traverse_crawl.errors import ConfigError
+from traverse_crawl.utils.redact import redact_url
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +59,7 @@ def client(settings: SettingsLike | RedisConfig) -> redis.asyncio.Redis:
 
 def unreachable(config: RedisConfig, exc: BaseException) -> ConfigError:
     reason = str(exc) or type(exc).__name__
-    return ConfigError("REDIS_URL", f"cannot reach Redis at {redact(config.url)}: {reason}")
+    return ConfigError("REDIS_URL", f"cannot reach Redis at {redact_url(config.url)}: {reason}")
 
 
 async def connect(settings: SettingsLike | RedisConfig) -> redis.asyncio.Redis:
@@ -154,11 +155,11 @@ class Retrying:
                     logger.warning(
                         "Redis at %s unreachable (%s); retrying for up to %.0f s "
                         "(TRAVERSE_REDIS_RETRY)",
-                        redact(self.config.url), exc, self.config.redis_retry,
+                        redact_url(self.config.url), exc, self.config.redis_retry,
                     )  # fmt: skip
                 if now - started >= self.config.redis_retry:
                     raise RedisLost(
-                        f"REDIS_URL: lost Redis at {redact(self.config.url)} for "
+                        f"REDIS_URL: lost Redis at {redact_url(self.config.url)} for "
                         f"{now - started:.0f} s (TRAVERSE_REDIS_RETRY={self.config.redis_retry:g}):"
                         f" {exc}; the crawl's state in Redis is kept, start workers again "
                         "to go on"

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from traverse_crawl.distributed.client import Keys
+from traverse_crawl.utils.redact import redact_text, redact_url
 
 
 def crawl_status(conn: Any, keys: Keys, lease_timeout: float) -> dict[str, Any] | None:
@@ -34,8 +35,8 @@ def crawl_status(conn: Any, keys: Keys, lease_timeout: float) -> dict[str, Any] 
         admitted, recorded = int(state.get("admitted", 0)), int(state.get("committed", 0))
         in_flight = flying.get(number, 0)
         seeds.append({
-            "id": seed["id"],
-            "url": seed["url"],
+            "id": redact_text(seed["id"]),
+            "url": redact_url(seed["url"]),
             "recorded": recorded,
             "queued": max(0, admitted - recorded - in_flight),
             "inFlight": in_flight,

@@ -21,7 +21,6 @@ from typing import Any, TypeVar
 
 from scrapy.crawler import Crawler
 
-from traverse_crawl.config.distributed import redact
 from traverse_crawl.config.settings import TraverseConfig
 from traverse_crawl.crawl import seeds as seedlib
 from traverse_crawl.crawl.frontier import Admission, Frontier, Outcome
@@ -33,9 +32,10 @@ from traverse_crawl.distributed.frontier import RemoteFrontier, Task, manifest_o
 from traverse_crawl.errors import FetchError
 from traverse_crawl.fetch import urls
 from traverse_crawl.jobdir.state import page_record
-from traverse_crawl.manifests.pipeline import manifest_path
+from traverse_crawl.manifests.pipeline import manifest_path, shown_manifest_path
 from traverse_crawl.stats import inc, inc_lost
 from traverse_crawl.utils.atomic import atomic_write_json
+from traverse_crawl.utils.redact import redact_url
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -83,7 +83,7 @@ class Worker:
             self.heartbeat = asyncio.ensure_future(self._heartbeat())
             logger.info(
                 "worker %s joined crawl %r at %s", self.name, self.keys.crawl_id,
-                redact(self.redis.url),
+                redact_url(self.redis.url),
             )  # fmt: skip
             async for out in self._loop():
                 yield out
@@ -235,7 +235,8 @@ class Worker:
             path = manifest_path(self.config.manifest_dir, seed.id)
             await asyncio.to_thread(atomic_write_json, path, frontier.manifest())
             done = await self.call(self.remote.manifest_done, task)
-            logger.info("manifest for seed %r: %s", seed.id, path)
+            shown = shown_manifest_path(self.config.manifest_dir, seed.id)
+            logger.info("manifest for seed %r: %s", seed.id, shown)
             inc(self.crawler.stats, "distributed/manifests" if done else "distributed/refused")
         except RedisLost as exc:
             self._fail(str(exc))

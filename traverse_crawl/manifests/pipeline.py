@@ -26,7 +26,7 @@ from traverse_crawl.errors import ConfigError
 from traverse_crawl.jobdir.pipeline import jobdir_path
 from traverse_crawl.manifests.read import skipped_path
 from traverse_crawl.signals import manifest_written, seed_finished, seed_started
-from traverse_crawl.snapshots.store import source_dir_name
+from traverse_crawl.snapshots.store import shown_name, source_dir_name
 from traverse_crawl.stats import inc, inc_lost
 from traverse_crawl.utils.atomic import atomic_write
 
@@ -121,7 +121,11 @@ class ManifestPipeline:
             except OSError as exc:
                 error = exc
             else:
-                logger.info("manifest for seed %r: %s", frontier.seed_id, path)
+                logger.info(
+                    "manifest for seed %r: %s",
+                    frontier.seed_id,
+                    shown_manifest_path(self.directory, frontier.seed_id),
+                )
                 inc(self.crawler.stats, "manifest/written")
                 self._write_skipped(path, frontier)
                 self._written(frontier.seed_id, path)
@@ -146,7 +150,8 @@ class ManifestPipeline:
         inc_lost(self.crawler.stats, "manifest/skipped_error")  # the crawl exits 1
         logger.error(
             "could not write %s (%s): the skipped URLs of seed %r are lost",
-            target, _reason(error), frontier.seed_id,
+            shown_name(target, frontier.seed_id),
+            shown_name(_reason(error), frontier.seed_id), frontier.seed_id,
         )  # fmt: skip
 
     def _fallback(self, path: str, frontier: Frontier, error: OSError) -> None:
@@ -166,14 +171,16 @@ class ManifestPipeline:
             logger.error(
                 "could not write manifest %s (%s), nor its fallback %s (%s): "
                 "the manifest of seed %r is lost",
-                path, _reason(error), fallback, _reason(exc), seed_id,
+                shown_name(path, seed_id), shown_name(_reason(error), seed_id),
+                shown_name(fallback, seed_id), shown_name(_reason(exc), seed_id), seed_id,
             )  # fmt: skip
             return
         inc(self.crawler.stats, "manifest/fallback")
         self._written(seed_id, fallback)
         logger.error(
             "could not write manifest %s (%s); its content is in %s",
-            path, _reason(error), fallback,
+            shown_name(path, seed_id), shown_name(_reason(error), seed_id),
+            shown_name(fallback, seed_id),
         )  # fmt: skip
 
     def _written(self, seed_id: str, path: str) -> None:
@@ -204,3 +211,8 @@ def write_manifest(path: str, frontier: Frontier) -> None:
 def manifest_path(directory: str, seed_id: str) -> str:
     """``<store-dir-name of the seed id>.json``: the store's directory naming rule."""
     return os.path.join(directory, source_dir_name(seed_id) + ".json")
+
+
+def shown_manifest_path(directory: str, seed_id: str) -> str:
+    """The manifest's path as printed (``shown_name``)."""
+    return shown_name(manifest_path(directory, seed_id), seed_id)

@@ -21,16 +21,21 @@ from traverse_crawl.crawl.frontier import Frontier
 from traverse_crawl.crawl.spool import manifest_warnings
 from traverse_crawl.operations.exit_status import lost_count
 from traverse_crawl.signals import manifest_written, seed_started
+from traverse_crawl.snapshots.store import shown_name
 from traverse_crawl.utils.atomic import atomic_write_json
+from traverse_crawl.utils.redact import redact_text, redact_url
 
 logger = logging.getLogger(__name__)
 
 
 def seed_totals(frontier: Frontier, manifest: str | None) -> dict[str, Any]:
-    """One seed's figures, as its manifest has them."""
+    """One seed's figures, as its manifest has them; a URL's password masked (the
+    manifest's file name that holds it as a glob: ``store.shown_name``)."""
+    if manifest is not None:
+        manifest = shown_name(manifest, frontier.seed_id)
     return {
-        "id": frontier.seed_id,
-        "url": frontier.seed_url,
+        "id": redact_text(frontier.seed_id),
+        "url": redact_url(frontier.seed_url),
         "pages": len(frontier.pages),
         "outcomes": dict(sorted(frontier.outcomes.items())),
         "truncated": frontier.remaining > 0,
@@ -73,13 +78,16 @@ class StatsFileExtension:
         stats = self.crawler.stats.get_stats() if self.crawler.stats is not None else {}
         feeds = self.crawler.settings.getdict("FEEDS")
         return {
-            "stats": dict(sorted(stats.items())),
+            "stats": {
+                redact_text(name): redact_text(value) if isinstance(value, str) else value
+                for name, value in sorted(stats.items())
+            },
             "lost": lost_count(stats),
             "seeds": [
                 seed_totals(frontier, self.manifests.get(frontier.seed_id))
                 for _, frontier in sorted(self.frontiers.items())
             ],
-            "items": [str(uri) for uri in feeds],
+            "items": [redact_text(str(uri)) for uri in feeds],
         }
 
     def engine_stopped(self) -> None:

@@ -12,6 +12,7 @@ import math
 from html import escape
 
 from traverse_crawl.reports.model import Node
+from traverse_crawl.utils.redact import redact_text
 
 # Small crawls are drawn top-down with a label per page; larger ones radially
 # (depth = ring), with each page's URL in its <title> tooltip. Beyond DRAW_LIMIT pages
@@ -23,8 +24,9 @@ RADIAL_SIZE = 1000  # the radial picture's side, in SVG units (about pixels at 1
 
 
 def esc(text: object) -> str:
-    """HTML/SVG text and attribute value: ``& < > " '`` escaped, nothing else trusted."""
-    return escape(str(text), quote=True)
+    """HTML/SVG text and attribute value: ``& < > " '`` escaped, nothing else trusted,
+    a URL's password masked (a report is shared more widely than the crawl's files)."""
+    return escape(redact_text(str(text)), quote=True)
 
 
 def depth_chart(by_depth: list[tuple[int, int, int]]) -> str:

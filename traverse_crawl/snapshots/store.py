@@ -25,6 +25,7 @@ from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.snapshots.source_ref import parse_source_ref
 from traverse_crawl.utils.atomic import atomic_write_bytes
 from traverse_crawl.utils.javascript import decode_base64, js_string, locale_compare, utf8
+from traverse_crawl.utils.redact import redact_text
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +50,16 @@ def source_dir_name(source_id: str) -> str:
     name = _UNSAFE.sub("-", js_string(source_id)).strip("-")[:80] or "source"
     digest = hashlib.sha256(utf8(source_id)).hexdigest()[:8]
     return f"{name}-{digest}"
+
+
+def shown_name(text: str, source_id: str) -> str:
+    """``text`` (a path, a message) as printed: when ``source_id`` carries a URL's
+    password, the name made of it is shown as a glob of its hash suffix
+    (``*-1a2b3c4d``), which finds the one file or directory without printing it."""
+    if redact_text(source_id) == source_id:
+        return text
+    name = source_dir_name(source_id)
+    return text.replace(name, "*-" + name.rsplit("-", 1)[1])
 
 
 def file_name(snapshot: Snapshot) -> str:

@@ -25,6 +25,8 @@ from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
 from warcio.warcwriter import WARCWriter
 
+from traverse_crawl.utils.redact import redact_text
+
 # Each record is one gzip member (warcio and pywb seek to any record), compressed at
 # level 1 with ISA-L (``isal``: the same deflate format, about a fifth of zlib level 1's
 # CPU for a 22 KB page and a smaller result) rather than warcio's zlib level 9, which
@@ -297,11 +299,12 @@ class RollingWarcFiles:
 
 
 def info_fields(software: str, settings: dict[str, Any]) -> dict[str, str]:
-    """The ``warcinfo`` block: software, format, and the settings that shape the crawl."""
+    """The ``warcinfo`` block: software, format, and the settings that shape the crawl
+    (a URL's password in a value masked: the block is read by anyone given the file)."""
     fields = {
         "software": software,
         "format": "WARC File Format 1.1",
         "conformsTo": "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",
     }
-    fields.update({name: str(value) for name, value in settings.items()})
+    fields.update({name: redact_text(str(value)) for name, value in settings.items()})
     return fields

@@ -7,7 +7,7 @@ import pytest
 from tests.support.distributed_helpers import run_async
 from tests.support.redisserver import RedisServer, redis_server  # noqa: F401  (fixture)
 from tests.support.scrapyd_harness import free_port
-from traverse_crawl.config.distributed import RedisConfig, redact
+from traverse_crawl.config.distributed import RedisConfig
 from traverse_crawl.config.settings import TraverseConfig
 from traverse_crawl.distributed.client import (
     Keys,
@@ -18,6 +18,7 @@ from traverse_crawl.distributed.client import (
     connect_sync,
 )
 from traverse_crawl.errors import ConfigError
+from traverse_crawl.utils.redact import redact_url
 
 
 def test_settings_defaults_and_refusals() -> None:
@@ -55,9 +56,9 @@ def test_keys_all_under_the_crawl_prefix() -> None:
 
 
 def test_password_never_shown() -> None:
-    assert redact("redis://:s3cret@h:1/0") == "redis://:***@h:1/0"
-    assert redact("redis://u:s3cret@h:1/0") == "redis://u:***@h:1/0"
-    assert redact("redis://h:1/0") == "redis://h:1/0"
+    assert redact_url("redis://:s3cret@h:1/0") == "redis://:***@h:1/0"
+    assert redact_url("redis://u:s3cret@h:1/0") == "redis://u:***@h:1/0"
+    assert redact_url("redis://h:1/0") == "redis://h:1/0"
 
 
 @pytest.mark.redis
