@@ -10,11 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from traverse_crawl.crawl.frontier import Frontier
+from traverse_crawl.utils.redact import redact_text
 
 
 @dataclass(frozen=True)
 class Figures:
-    seed_id: str
+    seed_id: str  # as shown: a URL's password masked
     recorded: int
     budget: int
     queued: int
@@ -31,7 +32,7 @@ class SeedProgress:
         recorded = len(frontier.pages)
         within_budget = min(len(frontier.queue), frontier.max_pages)
         return Figures(
-            seed_id=frontier.seed_id,
+            seed_id=redact_text(frontier.seed_id),
             recorded=recorded,
             budget=frontier.max_pages,
             queued=max(0, within_budget - recorded),

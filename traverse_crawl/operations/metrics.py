@@ -38,6 +38,7 @@ from traverse_crawl.crawl.items import PageItem
 from traverse_crawl.crawl.progress import SeedProgress
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.signals import seed_started
+from traverse_crawl.utils.redact import redact_text
 
 PATH = b"/metrics"
 # Prometheus's default latency buckets, in seconds (the last one is +Inf).
@@ -126,7 +127,7 @@ class MetricsExtension:
 
     def seed_started(self, frontier: Frontier, seed_key: int) -> None:
         self.frontiers[seed_key] = frontier
-        self.seed_ids[seed_key] = frontier.seed_id
+        self.seed_ids[seed_key] = redact_text(frontier.seed_id)
 
     def item_scraped(self, item: Any, spider: Spider) -> None:
         if not isinstance(item, PageItem):
@@ -139,7 +140,7 @@ class MetricsExtension:
         seed_id = self.seed_ids.get(seed_key)
         if seed_id is None:  # a distributed worker's seeds are not announced
             seeds = getattr(spider, "seeds", None)
-            seed_id = seeds[seed_key].id if seeds is not None else str(seed_key)
+            seed_id = redact_text(seeds[seed_key].id) if seeds is not None else str(seed_key)
             self.seed_ids[seed_key] = seed_id
         return seed_id
 
@@ -173,7 +174,9 @@ class CrawlCollector(Collector):
             labels=["seed"],
         )  # fmt: skip
         for frontier in ext.frontiers.values():
-            queued.add_metric([frontier.seed_id], SeedProgress(frontier).figures().queued)
+            queued.add_metric(
+                [redact_text(frontier.seed_id)], SeedProgress(frontier).figures().queued
+            )
         yield queued
 
         requests = CounterMetricFamily(
