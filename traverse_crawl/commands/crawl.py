@@ -23,6 +23,7 @@ from traverse_crawl.errors import ConfigError
 from traverse_crawl.jobdir.pipeline import jobdir_path, resolve_seeds
 from traverse_crawl.operations.exit_status import lost_count
 from traverse_crawl.rendering.addon import check_render
+from traverse_crawl.utils.redact import redact_text
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +88,7 @@ class Command(ScrapyCrawlCommand):
             try:
                 parse_log_level("LOG_LEVEL", self.settings.get("LOG_LEVEL"))
             except ConfigError as exc:
-                raise UsageError(str(exc), print_help=False) from None
+                raise UsageError(redact_text(str(exc)), print_help=False) from None
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         settings = self.settings
@@ -97,7 +98,7 @@ class Command(ScrapyCrawlCommand):
             except ConfigError as exc:
                 if settings.get("LOG_FILE"):  # scrapyd: stderr is not the job log
                     logger.error("%s", exc)
-                raise UsageError(str(exc), print_help=False) from None
+                raise UsageError(redact_text(str(exc)), print_help=False) from None
         if not args or args[0] != "traverse" or len(args) > 1 or self.crawler_process is None:
             super().run(args, opts)
             return

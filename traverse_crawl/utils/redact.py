@@ -17,16 +17,20 @@ MASK = "***"
 
 # ``scheme://userinfo@``: in a URL the userinfo cannot hold "/", "?", "#" or "@"
 # (a WHATWG serialisation percent-encodes them), nor does text around a URL.
-_PLAIN = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^\s/?#@\"'<>\\]+)@")
+_PLAIN = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]{0,31}://)(?P<userinfo>[^\s/?#@\"'<>\\]+)@")
 # The same percent-encoded n times (a page id encodes its seed id, a sourceRef encodes
 # a page id): "%3A%2F%2F" ... "%40", each "%" followed by n-1 "25"s. The userinfo's own
 # escapes are one level deeper, so they never read as its delimiters.
 _ENCODED = re.compile(
-    r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*%(?P<level>(?:25)*)3A%(?P=level)2F%(?P=level)2F)"
+    r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]{0,31}%(?P<level>(?:25)*)3A%(?P=level)2F%(?P=level)2F)"
     r"(?P<userinfo>(?:(?!%(?P=level)(?:2F|3F|23|40))[^\s/?#@\"'<>\\])+)"
     r"%(?P=level)40",
     re.IGNORECASE,
 )
+
+# What a masked URL must hold, found far faster than by the patterns above: their
+# "@" (plain) and their encoded "@" (``%40``, ``%2540``, ...).
+_ENCODED_AT = re.compile(r"%(?:25)*40", re.IGNORECASE)
 
 
 def _masked(userinfo: str, colon: str) -> str:
@@ -54,9 +58,9 @@ def redact_url(url: str) -> str:
 
 def redact_text(text: str) -> str:
     """``text`` with the userinfo of every URL in it masked, percent-encoded ones too."""
-    if "@" in text:
+    if "@" in text and "://" in text:
         text = _PLAIN.sub(lambda m: f"{m['scheme']}{_masked(m['userinfo'], ':')}@", text)
-    if "%" in text:
+    if "%" in text and _ENCODED_AT.search(text):
         text = _ENCODED.sub(_encoded_mask, text)
     return text
 

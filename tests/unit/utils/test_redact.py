@@ -61,3 +61,9 @@ def test_log_record_message_and_traceback_are_masked():
     redact_record(failed)
     formatted = logging.Formatter().format(failed)
     assert "s3cret" not in formatted and "http://user:***@h/" in formatted
+
+
+def test_a_source_ref_holding_a_page_id_is_masked():
+    page_id = quote("http://user:s3cret@h:1/", safe="") + "::http://user:s3cret@h:1/"
+    ref = "traverse-snapshot:" + quote(page_id, safe="") + "?url=http%3A%2F%2Fh%3A1%2F"
+    assert "s3cret" not in redact_text(f"'sourceRef': '{ref}'")
