@@ -17,6 +17,7 @@ from scrapy.settings import default_settings as scrapy_defaults
 from scrapy.utils.misc import load_object
 
 from traverse_crawl.config.settings import DEFAULTS, TraverseConfig
+from traverse_crawl.operations import json_log
 from traverse_crawl.rendering.addon import update_render_settings
 
 PRIORITY = "addon"
@@ -145,6 +146,8 @@ EXTENSIONS: dict[str, int | None] = {
     # TRAVERSE_WARC_DIR: every exchange of a capture also goes to WARC files.
     "traverse_crawl.warc.extension.WarcWriterExtension": 500,
     "traverse_crawl.crawl.progress_extension.ProgressExtension": 510,
+    # TRAVERSE_LOG_FORMAT=json: the seed id of the request a log line is about.
+    "traverse_crawl.operations.json_log.SeedNames": 520,
 }
 
 
@@ -167,6 +170,8 @@ class Addon:
         # exists; every plain default is set here too, so the process and its
         # crawlers see the same values.
         _set_defaults(settings)
+        # Before the process builds its log handler: JSON from the first line.
+        json_log.install(settings)
 
     def update_settings(self, settings: BaseSettings) -> None:
         _set_defaults(settings)

@@ -41,6 +41,7 @@ ADAPTERS = frozenset({PACKAGE}) | frozenset(
     fetch.http_error_middleware fetch.request fetch.tls_middleware
     fetch.userinfo_middleware
     jobdir.pipeline manifests.pipeline
+    operations.json_log
     politeness.delay_middleware politeness.delay_slot politeness.redirect_middleware
     politeness.retry_middleware politeness.robots_middleware
     rendering.addon rendering.browser rendering.handler rendering.middleware

@@ -120,7 +120,12 @@ class ManifestPipeline:
             except OSError as exc:
                 error = exc
             else:
-                logger.info("manifest for seed %r: %s", frontier.seed_id, path)
+                logger.info(
+                    "manifest for seed %r: %s",
+                    frontier.seed_id,
+                    path,
+                    extra={"seed": frontier.seed_id},
+                )
                 inc(self.crawler.stats, "manifest/written")
                 return
         inc(self.crawler.stats, "manifest/error")

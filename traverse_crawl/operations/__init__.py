@@ -1,0 +1,1 @@
+"""Operations: logs, stats, metrics and exit status for crawls run as a service."""
