@@ -70,7 +70,7 @@ TARGET_POLITENESS_RATIO = 1.2  # 100 pages at 0.05 s: <= 1.2x the 5 s of delays
 TARGET_REPLAY_RATIO = 2.5  # replay pages/s >= 2.5x live pages/s
 TARGET_WARC_RATIO = 0.85  # capture with WARC pages/s >= 0.85x capture without
 # Scenarios in bench/<name>.py, each with run(bench).
-MODULES = ["ab", "dns", "origins", "latency", "scale", "writersplit"]
+MODULES = ["ab", "dns", "origins", "latency", "metrics", "scale", "writersplit"]
 
 
 def python() -> str:

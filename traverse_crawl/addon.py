@@ -146,8 +146,12 @@ EXTENSIONS: dict[str, int | None] = {
     # TRAVERSE_WARC_DIR: every exchange of a capture also goes to WARC files.
     "traverse_crawl.warc.extension.WarcWriterExtension": 500,
     "traverse_crawl.crawl.progress_extension.ProgressExtension": 510,
+    # TRAVERSE_STATS_FILE: the final stats and each seed's totals, once the engine stopped.
+    "traverse_crawl.operations.stats_file.StatsFileExtension": 520,
+    # Something lost (traverse/lost, a feed not stored): `scrapy crawl` exits 1.
+    "traverse_crawl.operations.exit_status.LostResultsExitStatus": 530,
     # TRAVERSE_LOG_FORMAT=json: the seed id of the request a log line is about.
-    "traverse_crawl.operations.json_log.SeedNames": 520,
+    "traverse_crawl.operations.json_log.SeedNames": 540,
 }
 
 
@@ -158,6 +162,12 @@ EXTENSIONS: dict[str, int | None] = {
 DISTRIBUTED: dict[str, dict[str, int | None]] = {
     "ITEM_PIPELINES": {"traverse_crawl.distributed.pipeline.CommitPipeline": 850},
     "EXTENSIONS": {"traverse_crawl.distributed.shared_politeness.SharedPoliteness": 100},
+}
+
+# What TRAVERSE_METRICS_PORT adds: the Prometheus endpoint. Only then, so a crawl without
+# it imports nothing of prometheus_client.
+METRICS: dict[str, dict[str, int | None]] = {
+    "EXTENSIONS": {"traverse_crawl.operations.metrics.MetricsExtension": 520},
 }
 
 
@@ -186,6 +196,8 @@ class Addon:
         ]
         if config.redis.enabled:
             tables += DISTRIBUTED.items()
+        if config.metrics_port:
+            tables += METRICS.items()
         for name, table in tables:
             for path, order in table.items():
                 settings.setdefault_in_component_priority_dict(name, load_object(path), order)

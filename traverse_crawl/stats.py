@@ -16,3 +16,14 @@ class Stats(Protocol):
 def inc(stats: Stats | None, key: str, count: int = 1) -> None:
     if stats is not None:
         stats.inc_value(key, count)
+
+
+# Everything the crawl could not keep for good (a manifest, a JOBDIR or Redis commit,
+# a snapshot): the crawl command's exit status 1 (docs/operations.md, "Exit status").
+LOST = "traverse/lost"
+
+
+def inc_lost(stats: Stats | None, key: str, count: int = 1) -> None:
+    """Count ``key`` and, in ``traverse/lost``, one more thing lost."""
+    inc(stats, key, count)
+    inc(stats, LOST, count)

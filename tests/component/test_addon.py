@@ -147,6 +147,8 @@ def test_pipelines_extensions_handler_and_scheduler():
         "traverse_crawl.crawl.stop.TwoSignalStop",
         "traverse_crawl.warc.extension.WarcWriterExtension",
         "traverse_crawl.crawl.progress_extension.ProgressExtension",
+        "traverse_crawl.operations.stats_file.StatsFileExtension",
+        "traverse_crawl.operations.exit_status.LostResultsExitStatus",
         "traverse_crawl.operations.json_log.SeedNames",
     ]
     assert "scrapy.extensions.spiderstate.SpiderState" not in extensions

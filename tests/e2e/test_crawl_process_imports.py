@@ -1,5 +1,6 @@
 """What a ``scrapy crawl`` process imports: not the remote-control stack Scrapy's defaults
-name, and without ``REDIS_URL`` nothing of the distributed crawl."""
+name, without ``REDIS_URL`` nothing of the distributed crawl, and without
+``TRAVERSE_METRICS_PORT`` nothing of prometheus_client."""
 
 from __future__ import annotations
 
@@ -41,3 +42,6 @@ def test_a_crawl_without_redis_url_imports_no_distributed_code(tmp_path, server)
     assert "'downloader/response_count': 3" in done.stderr  # robots.txt and both pages
     assert "redis" not in imported
     assert sorted(m for m in imported if m.startswith("traverse_crawl.distributed")) == []
+    # The metrics endpoint's extension is added only with TRAVERSE_METRICS_PORT.
+    assert "prometheus_client" not in imported
+    assert "traverse_crawl.operations.metrics" not in imported

@@ -80,6 +80,10 @@ def test_three_workers_make_the_single_process_manifests(sites, expected, redis_
     assert "TRAVERSE_MAX_PAGES: this worker has 50, but crawl 'traverse' in Redis has 90" in (
         refused.stderr
     )
+    agent = command(tmp_path, sites, redis_server.url, "-s", "USER_AGENT=other-bot/1.0")
+    refused = subprocess.run(agent, cwd=REPO, env=scrapy_env(), capture_output=True, text=True)
+    assert refused.returncode == 2
+    assert "USER_AGENT: this worker has 'other-bot/1.0', but crawl 'traverse'" in refused.stderr
     late = finish([start(command(tmp_path, sites, redis_server.url, seeds=False))])
     assert late[0][0] == 0 and "every manifest written" in late[0][1]
 

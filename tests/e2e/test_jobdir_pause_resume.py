@@ -150,3 +150,24 @@ def test_refusals_exit_2_before_any_request_and_touch_nothing(server, tmp_path, 
     assert "Traceback" not in refused.stderr
     assert server.hits == []
     assert journal_bytes(job) == before
+
+
+def test_a_second_crawl_on_a_jobdir_in_use_is_refused_and_the_first_goes_on(server, tmp_path):
+    long_site(server)
+    jobdir = ["-s", f"JOBDIR={tmp_path / 'job'}"]
+    first = start(crawl_command(server, tmp_path, *jobdir))
+    try:
+        wait_for_pages(server, first, 5)
+        second = run(crawl_command(server, tmp_path / "second", *jobdir, seed=False))
+        assert second.returncode == 2, second.stderr[-2000:]
+        assert "JOBDIR" in second.stderr and "in use by another crawl" in second.stderr
+        assert "Traceback" not in second.stderr
+    finally:
+        stop(first, signal.SIGINT)
+    assert first.returncode == 0
+    # The refused crawl fetched nothing and wrote nothing.
+    assert not (tmp_path / "second" / "manifests").exists()
+    # The lock went with the first process: the same JOBDIR resumes.
+    done = run(crawl_command(server, tmp_path, *jobdir, seed=False))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert len(manifest(tmp_path)["pages"]) == PAGES

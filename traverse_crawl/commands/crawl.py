@@ -13,6 +13,7 @@ import logging
 import os
 from typing import get_args
 
+from scrapy.commands import ScrapyHelpFormatter
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 from scrapy.settings import BaseSettings
@@ -22,6 +23,7 @@ from traverse_crawl.config.settings import LogFormat, TraverseConfig, parse_choi
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.jobdir.pipeline import jobdir_path, resolve_seeds
 from traverse_crawl.operations import json_log
+from traverse_crawl.operations.exit_status import lost_count
 from traverse_crawl.rendering.addon import check_render
 
 logger = logging.getLogger(__name__)
@@ -52,7 +54,33 @@ def make_directory(name: str, path: str) -> None:
         raise ConfigError(name, f"cannot create {path!r}: {exc.strerror or exc}") from None
 
 
+# The same table as docs/operations.md, "Exit status".
+EXIT_STATUS = """\
+Exit status:
+  0  the crawl ran, whatever happened to its pages (failed pages are in the
+     manifest, with their error)
+  1  something was lost: a manifest, items file or snapshot that could not be
+     written for good (counted in the stats as traverse/lost)
+  2  an invalid command line or setting, or a service (Redis, the metrics
+     port) that cannot be reached at start; nothing was requested
+"""
+
+
+class _KeepLines(ScrapyHelpFormatter):
+    """The description's lines as written (the exit status table)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "".join(indent + line for line in text.splitlines(keepends=True))
+
+
 class Command(ScrapyCrawlCommand):
+    def long_desc(self) -> str:
+        return f"{super().long_desc()}\n\n{EXIT_STATUS}"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.formatter_class = _KeepLines
+
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         try:
             super().process_options(args, opts)
@@ -98,10 +126,7 @@ class Command(ScrapyCrawlCommand):
         except RuntimeError:
             stats = None
         if self.crawler_process.bootstrap_failed or (
-            stats is not None
-            and any(
-                stats.get_value(k) for k in ("manifest/error", "jobdir/error", "distributed/error")
-            )
+            stats is not None and lost_count(stats.get_stats())
         ):
             self.exitcode = 1  # results that could not be written are not a success
 
@@ -117,6 +142,10 @@ def check(settings: BaseSettings, spargs: dict[str, str]) -> None:
         settings, config, tuple(spargs.get(k) for k in _SPIDER_ARGS), check=True
     )
     check_writable("TRAVERSE_MANIFEST_DIR", config.manifest_dir)
+    if config.stats_file:
+        if os.path.isdir(config.stats_file):
+            raise ConfigError("TRAVERSE_STATS_FILE", f"{config.stats_file!r} is a directory")
+        check_writable("TRAVERSE_STATS_FILE", os.path.dirname(config.stats_file) or ".")
     if config.mode == "capture":
         check_writable("TRAVERSE_STORE", config.store)
         if config.warc_dir:
@@ -127,6 +156,10 @@ def check(settings: BaseSettings, spargs: dict[str, str]) -> None:
     if jobdir:
         check_writable("JOBDIR", jobdir)
     check_render(settings)
+    if config.metrics_port:
+        from traverse_crawl.operations.metrics import check_port  # prometheus_client
+
+        check_port(config.metrics_host, config.metrics_port)
     if config.redis.enabled:  # before the reactor: blocking calls are fine here
         from traverse_crawl.distributed.frontier import join_crawl  # redis: slow to import
 

@@ -21,10 +21,10 @@ from traverse_crawl.commands.common import open_store, write_text
 from traverse_crawl.crawl.links import discover_links
 from traverse_crawl.fetch import urls
 from traverse_crawl.fetch.exceptions import CommandFailed
-from traverse_crawl.manifests.read import ManifestError, load_all, stored_snapshot
+from traverse_crawl.manifests.read import ManifestError, load_all, skipped_path, stored_snapshot
 from traverse_crawl.reports import diff
 from traverse_crawl.reports import html as reporthtml
-from traverse_crawl.reports.model import build_seed, derive_parents, ok
+from traverse_crawl.reports.model import Skipped, build_seed, derive_parents, ok, skipped_summary
 from traverse_crawl.snapshots.model import body_size
 from traverse_crawl.snapshots.store import FilesystemSnapshotStore
 from traverse_crawl.utils.atomic import atomic_write_text
@@ -73,6 +73,7 @@ class Command(ScrapyCommand):
                 changes = diff.diff(match, [manifest.data])
             seed = build_seed(manifest.data, manifest.path, changes)
             seed.notes.extend(notes)
+            seed.skipped = read_skipped(manifest.path)
             seeds.append(seed)
         html = reporthtml.page(seeds, [m.path for m in loaded], opts.against)
         try:
@@ -88,6 +89,19 @@ class Command(ScrapyCommand):
             return open_store(self.settings)
         except CommandFailed:
             return None
+
+
+def read_skipped(manifest_path: str) -> Skipped | None:
+    """The counts of the manifest's ``.skipped.jsonl`` (``TRAVERSE_SKIPPED``), if it has one."""
+    path = skipped_path(manifest_path) if manifest_path.endswith(".json") else None
+    if path is None or not os.path.isfile(path):
+        return None
+    try:
+        with open(path, "rb") as lines:
+            return skipped_summary(lines, path)
+    except OSError as exc:
+        write_text(sys.stderr, f"warning: cannot read {path}: {exc.strerror or exc}\n")
+        return None
 
 
 def enrich(manifest: dict[str, Any], store: FilesystemSnapshotStore | None) -> list[str]:

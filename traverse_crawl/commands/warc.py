@@ -125,7 +125,10 @@ class Command(StoreCommand, ScrapyCommand):
             sys.stdout,
             f"imported {report.imported} snapshot(s) from {report.records} record(s) "
             f"in {len(paths)} file(s) into {store.root}; skipped {report.skipped} "
-            f"malformed record(s); {report.superseded} older record(s) of a page not written\n",
+            f"malformed record(s); {report.superseded} older record(s) of a page not written; "
+            f"{report.not_get} response(s) to a request other than GET not imported; "
+            f"{report.unresolved} revisit(s) without their original not imported; "
+            f"{report.normalised} URL(s) stored in normal form\n",
         )
 
 

@@ -163,6 +163,16 @@ def parse_path(name: str, value: Any) -> str:
     return text
 
 
+def parse_file_path(name: str, value: Any) -> str:
+    """A file's path, or "" for none."""
+    if not isinstance(value, str):
+        raise ConfigError(name, f"expected a file path, got {value!r}")
+    text = value.strip()
+    if text.endswith(("/", "\\")):
+        raise ConfigError(name, f"expected a file path, got the directory {text!r}")
+    return text
+
+
 def parse_retries(name: str, value: Any) -> int:
     # Traverse clamps retries to [0, 5]; we also round down, since a
     # fractional attempt count means nothing.
@@ -189,6 +199,21 @@ def parse_text(name: str, value: Any) -> str:
     if not isinstance(value, str):
         raise ConfigError(name, f"expected a string, got {value!r}")
     return value
+
+
+def parse_port(name: str, value: Any) -> int:
+    """A TCP port, 1-65535, or 0 for off."""
+    port = parse_whole(name, value)
+    if port > 65535:
+        raise ConfigError(name, f"expected a TCP port (1-65535) or 0 for off, got {value!r}")
+    return port
+
+
+def parse_host(name: str, value: Any) -> str:
+    """An address to listen on: an IP address or a host name, never empty."""
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(name, f"expected an address to listen on, got {value!r}")
+    return value.strip()
 
 
 def parse_field_name(name: str, value: Any) -> str:
@@ -255,6 +280,13 @@ FIELDS: dict[str, Field] = {
     "source_id": Field("TRAVERSE_SOURCE_ID", "", parse_text),
     # The item field that gets the sourceRef of the item's response.
     "item_source_field": Field("TRAVERSE_ITEM_SOURCE_FIELD", "sourceRef", parse_field_name),
+    # Each seed's links not admitted, in <manifest name>.skipped.jsonl (crawl/skipped.py).
+    "skipped": Field("TRAVERSE_SKIPPED", False, parse_bool),
+    # A Prometheus endpoint while the crawl runs (operations/metrics.py); 0: off.
+    "metrics_port": Field("TRAVERSE_METRICS_PORT", 0, parse_port),
+    "metrics_host": Field("TRAVERSE_METRICS_HOST", "127.0.0.1", parse_host),
+    # The final stats and each seed's totals, one JSON file; "": none.
+    "stats_file": Field("TRAVERSE_STATS_FILE", "", parse_file_path),
 }
 DEFAULTS: dict[str, Any] = {field.setting: field.default for field in FIELDS.values()}
 DEFAULTS.update(REDIS_DEFAULTS)  # a distributed crawl's (config/distributed.py)
@@ -296,6 +328,10 @@ class TraverseConfig:
     replay_reader: bool
     source_id: str
     item_source_field: str
+    skipped: bool
+    metrics_port: int
+    metrics_host: str
+    stats_file: str
     redis: RedisConfig  # REDIS_URL and the distributed crawl's settings
 
     @classmethod
@@ -306,7 +342,14 @@ class TraverseConfig:
             value = settings.get(name)
             values[attr] = parse(name, default if value is None else value)
         check_scrapy_settings(settings)  # Scrapy's own settings a crawl relies on
-        return cls(**values, redis=RedisConfig.from_settings(settings))
+        redis = RedisConfig.from_settings(settings)
+        if values["skipped"] and redis.enabled:
+            # Redis workers commit pages out of one frontier's BFS order (docs/operations.md).
+            raise ConfigError(
+                "TRAVERSE_SKIPPED/REDIS_URL",
+                "TRAVERSE_SKIPPED is not supported with REDIS_URL yet; leave it off",
+            )
+        return cls(**values, redis=redis)
 
 
 _ATTR = "_traverse_config"

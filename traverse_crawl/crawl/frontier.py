@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from traverse_crawl.crawl.queue import HashSet, UrlQueue
+from traverse_crawl.crawl.skipped import SkippedLog, note_page
 from traverse_crawl.crawl.spool import PageList, PageLog, Spool, dump_manifest, manifest_warnings
 from traverse_crawl.errors import FetchError
 from traverse_crawl.fetch import urls
@@ -43,6 +44,8 @@ class Outcome:
     offhost_final_url: str | None = None  # set when an HTML page resolved off-origin
     source_ref: str | None = None
     body_size: int | None = None  # the snapshot body's bytes (the page's ``bodySize``)
+    # TRAVERSE_SKIPPED: the page's other links, [url, reason, position] (crawl/links.py)
+    skipped: list[list[Any]] | None = None
 
 
 class Frontier:
@@ -56,6 +59,7 @@ class Frontier:
         max_depth: int,
         mode: str,
         spool: Spool | None = None,
+        skipped: bool = False,
     ) -> None:
         self.seed_id = seed_id
         self.seed_url = seed_url  # verbatim input: the manifest's ``seed.url``
@@ -78,6 +82,7 @@ class Frontier:
         self.pending: dict[int, Outcome] = {}
         self.pages: PageLog = PageList() if spool is None else spool.pages()
         self.errors = 0  # committed pages whose fetch is an error (progress figures)
+        self.outcomes: dict[str, int] = {}  # committed pages by "ok" or error kind (stats file)
         self.store_warnings: dict[int, str] = {}
         self.stop_reason: str | None = None
         # Sitemaps: None = not read for this seed; else the result, once in.
@@ -85,6 +90,8 @@ class Frontier:
         self.sitemap_urls: list[str] | None = None
         self.sitemap_warnings: list[str] = []
         self._id_prefix = urls.page_id(seed_id, "")  # encodeURIComponent(seed id) + "::"
+        # TRAVERSE_SKIPPED: the links not admitted, noted as pages commit (crawl/skipped.py).
+        self.skipped = SkippedLog(spool) if skipped else None
 
     # -- admission -----------------------------------------------------------
 
@@ -198,12 +205,18 @@ class Frontier:
                     f"[depth {depth}] {url}: fetched page resolved off-host "
                     f"({done.offhost_final_url}); its links were not followed"
                 )
-            for link in done.links if follow else ():
-                self._discover(link, depth + 1, url)
+            if self.skipped is None:
+                for link in done.links if follow else ():
+                    self._discover(link, depth + 1, url)
+            else:
+                self._note_skipped(done, url, depth, follow, page.get("discoveredFrom"))
             if position == 0 and self.sitemap_urls is not None:
                 self._queue_sitemap_urls()
             self.pages.commit(page, notes)
-            self.errors += "error" in done.fetch
+            error = done.fetch.get("error")
+            self.errors += error is not None
+            kind = "ok" if error is None else error["kind"]
+            self.outcomes[kind] = self.outcomes.get(kind, 0) + 1
             committed.append(page)
         self.queue.forget(len(self.pages))
         return committed
@@ -217,6 +230,20 @@ class Frontier:
             self.queue.append(link, depth, parent)
         else:  # never admissible: only counted (``remaining``)
             self.overflow.add(key)
+            if self.skipped is not None and parent is not None:
+                self.skipped.note(link, "max-pages", parent, depth, self.seen, key)
+
+    def _note_skipped(
+        self, done: Outcome, url: str, depth: int, follow: bool, parent: str | None
+    ) -> None:
+        assert self.skipped is not None
+        error = done.fetch.get("error")
+        if error is not None and error.get("kind") == "robots-denied" and parent is not None:
+            self.skipped.add(url, "robots-denied", parent, depth)  # admitted, never requested
+        note_page(
+            self.skipped, self.seen, url, depth, done.links, done.skipped or [], follow,
+            self._discover,
+        )  # fmt: skip
 
     def outstanding(self) -> list[Admission]:
         """Admitted URLs with no outcome yet: the requests to send after a resume."""

@@ -8,6 +8,8 @@ as browsers do. The work is bounded: the parse's bounds (``crawl/html.py``), and
 
 from __future__ import annotations
 
+from typing import Any
+
 import ada_url
 
 from traverse_crawl.crawl.html import parse_html_bounded
@@ -20,12 +22,20 @@ def discover_links(body: str, page_url: str, seed_origin: str) -> list[str]:
 
 
 def find_links(
-    body: str, page_url: str, seed_origin: str, max_links: int | None = None
+    body: str,
+    page_url: str,
+    seed_origin: str,
+    max_links: int | None = None,
+    skipped: list[list[Any]] | None = None,
 ) -> tuple[list[str], list[str]]:
     """Same-origin, fragment-less hrefs of ``body`` in document order, first wins,
     at most ``max_links`` of them; and the page warnings for each bound hit.
 
-    Never raises: a page that cannot be parsed yields no links.
+    With a ``skipped`` list (``TRAVERSE_SKIPPED``), every other distinct link of the
+    page is appended to it as ``[url, reason, position]`` in document order, with
+    reason ``off-origin``, ``not-http`` or ``link-limit`` and position the number of
+    links found before it (``crawl/skipped.py``). Never raises: a page that
+    cannot be parsed yields no links.
     """
     parsed = parse_html_bounded(body)
     root, warnings = parsed.root, parsed.warnings
@@ -47,22 +57,52 @@ def find_links(
         anchors = root.xpath("//a[@href][not(ancestor::template)]")
     found: list[str] = []
     seen: set[str] = set()
+    over = False  # past max_links (with a skipped list, the rest of the page is read)
     prefix = seed_origin + "/"
     for anchor in anchors:
         href = anchor.get("href")
         if not href:
             continue
         resolved = resolve_on_origin(base, href, seed_origin, prefix)
-        if resolved is not None and resolved not in seen:
-            if max_links is not None and len(found) >= max_links:
+        if resolved is None:
+            if skipped is not None:
+                _skip_other(base, href, seen, skipped, len(found))
+            continue
+        if resolved in seen:
+            continue
+        if max_links is not None and len(found) >= max_links:
+            if not over:
                 warnings.append(
                     f"more than {max_links} links on the page; only the first {max_links} "
                     "were followed (TRAVERSE_MAX_LINKS_PER_PAGE)"
                 )
+            if skipped is None:
                 break
+            over = True
             seen.add(resolved)
-            found.append(resolved)
+            skipped.append([resolved, "link-limit", len(found)])
+            continue
+        seen.add(resolved)
+        found.append(resolved)
     return found, warnings
+
+
+def _skip_other(
+    base: str, href: str, seen: set[str], skipped: list[list[Any]], position: int
+) -> None:
+    """An href not on the seed's origin: ``off-origin`` or ``not-http``, once a page."""
+    try:
+        resolved = ada_url.join_url(base, href)
+    except ValueError:
+        return  # no URL at all (an unparsable href): nothing a frontier could admit
+    if resolved.startswith(("http:", "https:")):
+        cut = resolved.find("#")
+        url, reason = (resolved[:cut] if cut >= 0 else resolved), "off-origin"
+    else:
+        url, reason = resolved, "not-http"
+    if url not in seen:
+        seen.add(url)
+        skipped.append([url, reason, position])
 
 
 def resolve_on_origin(

@@ -125,7 +125,9 @@ class TraverseSpider(Spider):
         records = self.job.begin(self.crawler.stats) if self.job is not None else []
         for key, seed in enumerate(self.seeds):
             c, spool = self.config, self.spool
-            frontier = Frontier(seed.id, seed.url, c.max_pages, c.max_depth, c.mode, spool=spool)
+            frontier = Frontier(
+                seed.id, seed.url, c.max_pages, c.max_depth, c.mode, spool=spool, skipped=c.skipped
+            )
             self.frontiers[key] = frontier
             self.crawler.signals.send_catch_log(seed_started, frontier=frontier, seed_key=key)
             if self.config.mode == "replay" and not os.path.isdir(self.config.store):
@@ -276,17 +278,26 @@ class TraverseSpider(Spider):
         follow = frontier.may_follow(depth)
         # Replay's reader has done the page's own work from this snapshot already.
         work: PageWork | None = meta.get(REPLAY_WORK)
+        # TRAVERSE_SKIPPED: the page's other links too, and those of pages at the depth limit.
+        skipped: list[list[Any]] | None = None if frontier.skipped is None else []
         # With a JOBDIR every page's links are kept, for a resume with a larger depth
         # (a link-bound warning only where the links are followed).
-        if snapshot["contentType"] == "html" and (follow or self.job is not None):
+        if snapshot["contentType"] == "html" and (
+            follow or self.job is not None or skipped is not None
+        ):
             if not urls.same_origin(snapshot["url"], frontier.seed_origin):
                 offhost = snapshot["url"]
             elif (
-                work is not None and work.links is not None and work.origin == frontier.seed_origin
+                work is not None
+                and work.links is not None
+                and work.origin == frontier.seed_origin
+                and skipped is None
             ):
                 links = self._found(work.links, work.warnings, meta if follow else {})
             else:
-                links = await self._links(snapshot, frontier.seed_origin, meta if follow else {})
+                links = await self._links(
+                    snapshot, frontier.seed_origin, meta if follow else {}, skipped
+                )
         # The capture middleware has built the snapshot and its sourceRef; without it
         # (a project that removed it) they are built here.
         source_ref = meta.get(SOURCE_REF)
@@ -298,14 +309,21 @@ class TraverseSpider(Spider):
             offhost_final_url=offhost,
             source_ref=source_ref,
             body_size=snap.body_size(snapshot) if work is None else work.body_size,
+            skipped=skipped or None,
         )
         return outcome, snapshot
 
-    async def _links(self, snapshot: Snapshot, origin: str, meta: dict[str, Any]) -> list[str]:
+    async def _links(
+        self,
+        snapshot: Snapshot,
+        origin: str,
+        meta: dict[str, Any],
+        skipped: list[list[Any]] | None = None,
+    ) -> list[str]:
         """Link discovery, bounded (``crawl/html.py``). A large page is parsed in a worker
         thread (lxml releases the GIL while it parses), so other seeds' requests
         and a stop signal go on meanwhile; a small one is not worth the hop."""
-        args = (snapshot["body"], snapshot["url"], origin, self.config.max_links_per_page)
+        args = (snapshot["body"], snapshot["url"], origin, self.config.max_links_per_page, skipped)
         if len(snapshot["body"]) < _THREAD_PARSE_CHARS:
             links, warnings = find_links(*args)
         else:

@@ -112,7 +112,7 @@ class Spool:
             self._file = None
 
 
-class _Lines:
+class Lines:
     """Encoded values: the spilled chunks, then the buffer still in memory."""
 
     def __init__(self, spool: Spool) -> None:
@@ -144,8 +144,8 @@ class SpooledPages:
     """A seed's committed pages in the crawl's ``Spool``: memory stays flat."""
 
     def __init__(self, spool: Spool) -> None:
-        self._pages = _Lines(spool)
-        self._warnings = _Lines(spool)
+        self._pages = Lines(spool)
+        self._warnings = Lines(spool)
         self._count = 0
 
     def commit(self, page: dict[str, Any], warnings: list[str]) -> None:

@@ -78,6 +78,7 @@ def install(process: Any) -> None:
         install_shutdown_handlers(scrapy_kill)
         _reactor().callFromThread(_hard_stop, process, signum)
 
+    first.process = second.process = process  # type: ignore[attr-defined]  # operations/
     process._signal_shutdown = first
     process._signal_kill = second
 

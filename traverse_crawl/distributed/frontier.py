@@ -45,6 +45,9 @@ def definition(config: TraverseConfig) -> str:
         "TRAVERSE_ROBOTS_POLICY": config.robots_policy,
         "TRAVERSE_ROBOTS_MATCHER": config.robots_matcher,
         "TRAVERSE_SITEMAPS": config.sitemaps,
+        # Its first product token picks the robots.txt group: workers with different
+        # ones would mix groups in one manifest.
+        "USER_AGENT": config.user_agent,
     }
     return json.dumps(doc, sort_keys=True, separators=(",", ":"))
 

@@ -34,7 +34,7 @@ from traverse_crawl.errors import FetchError
 from traverse_crawl.fetch import urls
 from traverse_crawl.jobdir.state import page_record
 from traverse_crawl.manifests.pipeline import manifest_path
-from traverse_crawl.stats import inc
+from traverse_crawl.stats import inc, inc_lost
 from traverse_crawl.utils.atomic import atomic_write_json
 
 logger = logging.getLogger(__name__)
@@ -230,7 +230,7 @@ class Worker:
                     seed.id,
                     len(frontier.pages),
                 )
-                inc(self.crawler.stats, "distributed/error")
+                inc_lost(self.crawler.stats, "distributed/error")
                 return
             path = manifest_path(self.config.manifest_dir, seed.id)
             await asyncio.to_thread(atomic_write_json, path, frontier.manifest())
@@ -242,7 +242,7 @@ class Worker:
         except OSError as exc:
             logger.error("seed %r: cannot write its manifest (%s); another worker will try "
                          "after TRAVERSE_LEASE_TIMEOUT", task.seed, exc)  # fmt: skip
-            inc(self.crawler.stats, "manifest/error")
+            inc_lost(self.crawler.stats, "manifest/error")
         finally:
             self.held.pop(task.name, None)
             self.wake.set()
@@ -274,7 +274,7 @@ class Worker:
             return
         self.failed = True
         logger.error("%s", message)
-        inc(self.crawler.stats, "distributed/error")
+        inc_lost(self.crawler.stats, "distributed/error")
         engine = self.crawler.engine
         if engine is not None:
             self.closing = asyncio.ensure_future(engine.close_spider_async(reason="redis-lost"))

@@ -9,6 +9,7 @@ snapshot is stored, so a kept outcome never names a snapshot that a crash lost.
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from traverse_crawl.crawl.seeds import Seed, seeds_from_args
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.jobdir import state as jobstate
 from traverse_crawl.jobdir.journal import JOURNAL_NAME, FileJournal, JournalError
-from traverse_crawl.stats import inc
+from traverse_crawl.stats import inc, inc_lost
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +95,7 @@ class Job:
                 self.journal.path,
                 getattr(exc, "strerror", None) or exc,
             )
-        inc(self.stats, "jobdir/error")
+        inc_lost(self.stats, "jobdir/error")
 
 
 def jobdir_path(settings: Any) -> str | None:
@@ -122,10 +123,38 @@ def resolve_seeds(
     if directory is None:
         assert given is not None
         return given, None
+    lock_jobdir(directory)
     job = open_job(directory, config, given)
     if check:
         _checked[directory] = job.journal
     return job.seeds, job
+
+
+_locks: dict[str, int] = {}  # JOBDIR (its real path) -> the descriptor holding its lock
+
+
+def lock_jobdir(directory: str) -> None:
+    """Hold an exclusive lock on ``directory`` for the rest of this process, so that
+    two crawls never share one JOBDIR (each would fetch the other's pages again and
+    append to one journal). A lock on the directory itself (``flock``): no file is
+    added to it, and the kernel releases it when the process ends, however it ends.
+    """
+    try:
+        os.makedirs(directory, exist_ok=True)
+        real = os.path.realpath(directory)
+        if real in _locks:
+            return  # this process holds it already (the command's check, then the spider)
+        fd = os.open(real, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as exc:
+        raise ConfigError("JOBDIR", f"cannot open {directory!r}: {exc.strerror or exc}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise ConfigError(
+            "JOBDIR", f"{directory!r} is in use by another crawl; give each crawl its own JOBDIR"
+        ) from None
+    _locks[real] = fd
 
 
 def open_job(directory: str, config: TraverseConfig, seeds: list[Seed] | None) -> Job:

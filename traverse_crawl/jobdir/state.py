@@ -20,8 +20,8 @@ from traverse_crawl.errors import ConfigError
 #   "store", "max_pages", "max_depth"}`` — first, once: what defines the crawl;
 # - ``{"t": "budget", "max_pages", "max_depth"}`` — a resume with larger budgets;
 # - ``{"t": "page", "s": seed key, "i": index, "u": URL, "d": depth, "fetch", "ref"?,
-#   "links"?, "off"?, "size"?, "store"?}`` — one page outcome, kept once its snapshot
-#   is stored;
+#   "links"?, "off"?, "size"?, "store"?, "skip"?}`` — one page outcome, kept once its
+#   snapshot is stored ("skip": its links not on the origin, with TRAVERSE_SKIPPED);
 # - ``{"t": "sitemaps", "s": seed key, "urls", "warnings", "max_pages"}`` — a seed's
 #   sitemap URLs (``TRAVERSE_SITEMAPS``), read with that page budget.
 FORMAT = "traverse_crawl-jobdir"
@@ -141,6 +141,8 @@ def page_record(
         record["off"] = outcome.offhost_final_url
     if outcome.body_size is not None:
         record["size"] = outcome.body_size
+    if outcome.skipped:
+        record["skip"] = outcome.skipped
     if store_warning is not None:
         record["store"] = store_warning
     return record
@@ -203,6 +205,7 @@ def replay(frontiers: dict[int, Frontier], records: list[dict[str, Any]]) -> dic
                 offhost_final_url=record.get("off"),
                 source_ref=record.get("ref"),
                 body_size=record.get("size"),
+                skipped=record.get("skip"),
             ),
         )
         taken[record["s"]] = taken.get(record["s"], 0) + 1

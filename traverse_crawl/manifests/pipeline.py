@@ -24,9 +24,10 @@ from traverse_crawl.crawl.frontier import Frontier
 from traverse_crawl.crawl.items import PageItem
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.jobdir.pipeline import jobdir_path
-from traverse_crawl.signals import seed_finished, seed_started
+from traverse_crawl.manifests.read import skipped_path
+from traverse_crawl.signals import manifest_written, seed_finished, seed_started
 from traverse_crawl.snapshots.store import source_dir_name
-from traverse_crawl.stats import inc
+from traverse_crawl.stats import inc, inc_lost
 from traverse_crawl.utils.atomic import atomic_write
 
 logger = logging.getLogger(__name__)
@@ -127,9 +128,31 @@ class ManifestPipeline:
                     extra={"seed": frontier.seed_id},
                 )
                 inc(self.crawler.stats, "manifest/written")
+                self._write_skipped(path, frontier)
+                self._written(frontier.seed_id, path)
                 return
-        inc(self.crawler.stats, "manifest/error")
+        inc_lost(self.crawler.stats, "manifest/error")
         self._fallback(path, frontier, error)
+
+    def _write_skipped(self, path: str, frontier: Frontier) -> None:
+        """``TRAVERSE_SKIPPED``: the seed's links not admitted, beside its manifest."""
+        log = frontier.skipped
+        if log is None:
+            return
+        target = skipped_path(path)
+        for _attempt in range(WRITE_ATTEMPTS):
+            try:
+                atomic_write(target, lambda out: log.write(out, frontier.seen))
+            except OSError as exc:
+                error = exc
+            else:
+                inc(self.crawler.stats, "manifest/skipped_written")
+                return
+        inc_lost(self.crawler.stats, "manifest/skipped_error")  # the crawl exits 1
+        logger.error(
+            "could not write %s (%s): the skipped URLs of seed %r are lost",
+            target, _reason(error), frontier.seed_id,
+        )  # fmt: skip
 
     def _fallback(self, path: str, frontier: Frontier, error: OSError) -> None:
         # A manifest that cannot be written (a full disk, a directory made read-only
@@ -152,10 +175,14 @@ class ManifestPipeline:
             )  # fmt: skip
             return
         inc(self.crawler.stats, "manifest/fallback")
+        self._written(seed_id, fallback)
         logger.error(
             "could not write manifest %s (%s); its content is in %s",
             path, _reason(error), fallback,
         )  # fmt: skip
+
+    def _written(self, seed_id: str, path: str) -> None:
+        self.crawler.signals.send_catch_log(manifest_written, seed_id=seed_id, path=path)
 
 
 def _reason(exc: OSError) -> str:

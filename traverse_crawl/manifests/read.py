@@ -16,6 +16,11 @@ from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.snapshots.store import FilesystemSnapshotStore
 
 
+def skipped_path(manifest: str) -> str:
+    """``<name>.skipped.jsonl`` beside the manifest ``<name>.json`` (``TRAVERSE_SKIPPED``)."""
+    return manifest.removesuffix(".json") + ".skipped.jsonl"
+
+
 class ManifestError(Exception):
     """One input that cannot be read as a manifest: ``str()`` names the file."""
 

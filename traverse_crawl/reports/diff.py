@@ -162,11 +162,34 @@ def to_text(changes: list[Change], bodies: dict[int, list[str]] | None = None) -
 MAX_LINE = 160  # characters of one diff line: minified HTML is one huge line
 
 
+# difflib's matcher is quadratic in the lines that differ (random short lines, 1.45 MB
+# each side: about a minute). Past this many differing lines on either side, after the
+# lines the two bodies share at their start and end, the middle is shown as one hunk
+# that replaces it, with a line that says so.
+MAX_MATCHED_LINES = 5_000
+
+
 def body_diff(old: str, new: str, max_lines: int) -> list[str]:
     """A unified diff of two bodies, at most ``max_lines`` lines of ``MAX_LINE`` chars."""
-    lines = list(
-        difflib.unified_diff(old.splitlines(), new.splitlines(), "old", "new", n=1, lineterm="")
-    )[2:]  # the ---/+++ header says nothing the summary line does not
+    a, b = old.splitlines(), new.splitlines()
+    start = 0
+    while start < len(a) and start < len(b) and a[start] == b[start]:
+        start += 1
+    end = 0
+    while end < len(a) - start and end < len(b) - start and a[-1 - end] == b[-1 - end]:
+        end += 1
+    middle_a, middle_b = a[start : len(a) - end], b[start : len(b) - end]
+    if max(len(middle_a), len(middle_b)) > MAX_MATCHED_LINES:
+        lines = [
+            f"@@ -{start + 1},{len(middle_a)} +{start + 1},{len(middle_b)} @@",
+            f"… {len(middle_a)} and {len(middle_b)} differing lines: too many to match line "
+            "by line; the old lines, then the new",
+            *("-" + line for line in middle_a),
+            *("+" + line for line in middle_b),
+        ]
+    else:
+        lines = list(difflib.unified_diff(a, b, "old", "new", n=1, lineterm=""))[2:]
+        # (the ---/+++ header says nothing the summary line does not)
     shown = [line if len(line) <= MAX_LINE else line[:MAX_LINE] + "…" for line in lines]
     if len(shown) > max_lines:
         hidden = len(shown) - max_lines

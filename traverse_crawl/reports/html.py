@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from traverse_crawl.reports import svg as reportsvg
 from traverse_crawl.reports.diff import KINDS, Change, counts
-from traverse_crawl.reports.model import SeedReport
+from traverse_crawl.reports.model import SeedReport, Skipped
 from traverse_crawl.reports.svg import esc
 
 CSS = """
@@ -109,13 +109,15 @@ def seed_section(index: int, seed: SeedReport) -> str:
             else '<p class="empty">No warnings.</p>'
         ),
     ]
+    if seed.skipped is not None:
+        parts.append(skipped_section(seed.skipped))
     if seed.changes is not None:
         parts.append(changes_section(seed.changes))
     parts.append("</section>")
     return "".join(parts)
 
 
-def totals_table(title: str, rows: list[tuple[str, int]], kind: str) -> str:
+def totals_table(title: str, rows: list[tuple[str, int]], kind: str, unit: str = "pages") -> str:
     top = max((n for _, n in rows), default=1) or 1
     body = "".join(
         f'<tr><td>{esc(name)}</td><td class="n">{n}</td>'
@@ -123,7 +125,7 @@ def totals_table(title: str, rows: list[tuple[str, int]], kind: str) -> str:
         for name, n in rows
     )
     return (
-        f'<table class="totals-{kind}"><tr><th>{title}</th><th>pages</th><th></th></tr>'
+        f'<table class="totals-{kind}"><tr><th>{title}</th><th>{unit}</th><th></th></tr>'
         f"{body}</table>"
     )
 
@@ -160,6 +162,25 @@ def largest_table(seed: SeedReport) -> str:
         for url, size, kind in seed.largest
     )
     return f'<table class="largest"><tr><th>bytes</th><th>type</th><th>URL</th></tr>{rows}</table>'
+
+
+def skipped_section(skipped: Skipped) -> str:
+    """The links the crawl did not follow (``TRAVERSE_SKIPPED``), by reason and host."""
+    parts = [
+        f'<h3>Links not followed (<span class="skipped-total">{skipped.total}</span>)</h3>',
+        f'<p class="note">Distinct URLs linked to and not crawled, from {esc(skipped.source)}.</p>',
+        '<div class="totals">',
+        totals_table("Reason", skipped.by_reason, "skipped", "URLs"),
+        (
+            totals_table("Off-origin host", skipped.top_hosts, "skipped-hosts", "URLs")
+            if skipped.top_hosts
+            else ""
+        ),
+        "</div>",
+    ]
+    if skipped.unreadable:
+        parts.append(f'<p class="note">{skipped.unreadable} line(s) could not be read.</p>')
+    return "".join(parts)
 
 
 def changes_section(changes: list[Change]) -> str:

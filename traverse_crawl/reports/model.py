@@ -2,19 +2,34 @@
 
 Built from one manifest (and, with ``--against``, that seed's diff) into plain values
 that ``reports/html.py`` renders: totals by outcome kind, HTTP status and content type;
-ok/failed pages per depth; the BFS tree; the largest pages; the warnings; the changes.
+ok/failed pages per depth; the BFS tree; the largest pages; the warnings; the changes;
+with a ``.skipped.jsonl`` beside the manifest, the links not followed by reason.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
+from urllib.parse import urlsplit
 
 from traverse_crawl.reports.diff import Change, outcome_text
 
 LARGEST = 10  # rows of the "largest pages" table
+TOP_HOSTS = 10  # rows of the "skipped off-origin hosts" table
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A seed's skipped file (``TRAVERSE_SKIPPED``), counted: never held whole."""
+
+    source: str
+    total: int
+    by_reason: list[tuple[str, int]]
+    top_hosts: list[tuple[str, int]]  # off-origin links by host, most first
+    unreadable: int  # lines that are not a skipped URL (a hand-edited file)
 
 
 @dataclass(frozen=True)
@@ -47,6 +62,7 @@ class SeedReport:
     warnings: list[str]
     changes: list[Change] | None = None
     notes: list[str] = field(default_factory=list)
+    skipped: Skipped | None = None
 
     @property
     def pages(self) -> int:
@@ -60,6 +76,26 @@ class SeedReport:
 def _ranked(counter: Counter[str]) -> list[tuple[str, int]]:
     """Most first, then by name: a stable order for tables and tests."""
     return sorted(counter.items(), key=lambda item: (-item[1], item[0]))
+
+
+def skipped_summary(lines: Iterable[bytes | str], source: str) -> Skipped:
+    """Counts by reason, and off-origin links by host, from a skipped file's lines."""
+    reasons: Counter[str] = Counter()
+    hosts: Counter[str] = Counter()
+    unreadable = 0
+    for line in lines:
+        try:
+            entry = json.loads(line)
+            reason, url = entry["reason"], entry["url"]
+        except (ValueError, TypeError, KeyError):
+            unreadable += 1
+            continue
+        reasons[str(reason)] += 1
+        if reason == "off-origin":
+            hosts[urlsplit(str(url)).hostname or "?"] += 1
+    return Skipped(
+        source, sum(reasons.values()), _ranked(reasons), _ranked(hosts)[:TOP_HOSTS], unreadable
+    )
 
 
 def outcome_kind(page: dict[str, Any]) -> str:
@@ -83,7 +119,6 @@ def build_seed(
     depth_failed: Counter[int] = Counter()
     for page in pages:
         (depth_failed if "error" in page["fetch"] else depth_ok)[page["depth"]] += 1
-    deepest = max((p["depth"] for p in pages), default=-1)
     sized = [
         (p["url"], p["bodySize"], p["fetch"]["snapshot"].get("contentType", "?"))
         for p in pages
@@ -105,7 +140,7 @@ def build_seed(
         by_type=_ranked(
             Counter(p["fetch"]["snapshot"].get("contentType", "?") for p in pages if ok(p))
         ),
-        by_depth=[(d, depth_ok[d], depth_failed[d]) for d in range(deepest + 1)],
+        by_depth=[(d, depth_ok[d], depth_failed[d]) for d in _depths(depth_ok, depth_failed)],
         nodes=nodes,
         largest=sized[:LARGEST],
         sizes_known=bool(sized) or not any(ok(p) for p in pages),
@@ -116,6 +151,18 @@ def build_seed(
 
 def ok(page: dict[str, Any]) -> bool:
     return "snapshot" in page["fetch"]
+
+
+def _depths(*counts: Counter[int]) -> list[int]:
+    """Every depth from 0 to the deepest, as a crawl's BFS has them; a hand-made
+    manifest whose depths leave gaps larger than its page count (a page "at depth 3x10^7")
+    is charted at the depths it has, so the chart is never larger than the manifest."""
+    present = sorted(set().union(*counts))
+    if not present:
+        return []
+    pages = sum(sum(c.values()) for c in counts)
+    contiguous = present[0] >= 0 and present[-1] < 2 * pages
+    return list(range(present[-1] + 1)) if contiguous else present
 
 
 def tree(pages: list[dict[str, Any]]) -> list[Node]:

@@ -17,6 +17,11 @@ from traverse_crawl.fetch import urls
 from traverse_crawl.sitemaps.parse import SitemapDocument, sitemaps_in_robots
 
 MAX_NESTING = 3
+# A seed reads at most this many sitemap files per page of its budget (and at least
+# MIN_FILES), so an index of thousands of empty or off-origin sitemaps cannot keep a
+# small crawl busy for hours.
+FILES_PER_PAGE = 10
+MIN_FILES = 10
 Mode = Literal["robots", "auto"]
 
 
@@ -41,7 +46,8 @@ class SitemapWalk:
     - Page URLs are resolved against the file's URL (WHATWG), lose their fragment,
       and are kept when on the seed's origin, first occurrence wins.
     - Reading stops, between files, once ``limit`` URLs are known: no more of them
-      could be fetched under TRAVERSE_MAX_PAGES.
+      could be fetched under TRAVERSE_MAX_PAGES; and after ``FILES_PER_PAGE * limit``
+      sitemap files (at least ``MIN_FILES``), with one warning that names the bound.
     - A problem is a warning ``sitemap URL: reason`` (``URL`` as requested).
     """
 
@@ -49,6 +55,8 @@ class SitemapWalk:
         self.seed_origin = seed_origin
         self.mode = mode
         self.limit = limit
+        self.max_files = max(MIN_FILES, FILES_PER_PAGE * limit)
+        self.files = 0  # sitemap files sent
         self.urls: list[str] = []
         self.warnings: list[str] = []
         self._known: set[str] = set()
@@ -68,12 +76,20 @@ class SitemapWalk:
         head = self._stack[-1]
         if head.kind == "sitemap" and len(self.urls) >= self.limit:
             return None  # enough URLs for the page budget: the rest is not read
+        if head.kind == "sitemap" and self.files >= self.max_files:
+            self._stack.clear()
+            self.warnings.append(
+                f"sitemap file limit ({self.max_files}) reached; further sitemap files not read"
+            )
+            return None
         return head
 
     def start(self, fetch: Fetch) -> None:
         """The spider has sent ``fetch`` (the result of ``next_fetch()``)."""
         assert self._stack and self._stack[-1] == fetch
         self._current = self._stack.pop()
+        if fetch.kind == "sitemap":
+            self.files += 1
 
     # -- results ---------------------------------------------------------------
 

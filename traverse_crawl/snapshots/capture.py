@@ -19,7 +19,7 @@ from traverse_crawl.fetch import urls
 from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.snapshots.store import FilesystemSnapshotStore
 from traverse_crawl.snapshots.writer import Delivered, SnapshotWriter, WriterLost
-from traverse_crawl.stats import inc
+from traverse_crawl.stats import inc, inc_lost
 
 logger = logging.getLogger(__name__)
 
@@ -186,7 +186,7 @@ class Capture:
             )
         else:
             logger.debug("snapshot store write failed: %s", describe(exc))
-        inc(self.crawler.stats, "snapshot/store_failed")
+        inc_lost(self.crawler.stats, "snapshot/store_failed")
 
 
 def describe(exc: BaseException) -> str:

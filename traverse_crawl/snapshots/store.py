@@ -16,7 +16,7 @@ import logging
 import math
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, cast
 
 from traverse_crawl.snapshots.file_text import encode as encode
@@ -143,6 +143,16 @@ def sort_newest_first(snapshots: list[Snapshot]) -> list[Snapshot]:
     return sorted(snapshots, key=functools.cmp_to_key(_newest_first))
 
 
+def _newest(snapshots: Iterable[Snapshot]) -> Snapshot | None:
+    """The first of ``sort_newest_first(snapshots)``, holding one snapshot at a time: a
+    page captured thousands of times is read file by file, not all in memory at once."""
+    newest: Snapshot | None = None
+    for snapshot in snapshots:
+        if newest is None or _newest_first(snapshot, newest) < 0:
+            newest = snapshot
+    return newest
+
+
 # -- the store -------------------------------------------------------------------
 
 
@@ -187,8 +197,7 @@ class FilesystemSnapshotStore:
         return sort_newest_first(list(_read_directory(self.directory(source_id), damaged)))
 
     def latest(self, source_id: str, damaged: Damaged | None = None) -> Snapshot | None:
-        found = self.list(source_id, damaged)
-        return found[0] if found else None
+        return _newest(_read_directory(self.directory(source_id), damaged))
 
     def get(self, source_id: str, hash_or_prefix: str) -> Snapshot | None:
         """The newest snapshot whose hash starts with ``hash_or_prefix``.
@@ -196,20 +205,22 @@ class FilesystemSnapshotStore:
         No ambiguity check, so an empty prefix returns the newest: Traverse's code,
         though its docs say "full or unambiguous prefix".
         """
-        for snapshot in self.list(source_id):
-            if snapshot["bodyHash"].startswith(hash_or_prefix):
-                return snapshot
-        return None
+        return _newest(
+            snapshot
+            for snapshot in _read_directory(self.directory(source_id))
+            if snapshot["bodyHash"].startswith(hash_or_prefix)
+        )
 
     def find(self, source_id: str, body_hash: str, fetched_at: str) -> Snapshot | None:
         """The snapshot a ``sourceRef`` names: its exact hash and ``fetchedAt``.
 
         ``get`` alone would answer with the newest capture of the same body.
         """
-        for snapshot in self.list(source_id):
-            if snapshot["bodyHash"] == body_hash and snapshot["fetchedAt"] == fetched_at:
-                return snapshot
-        return None
+        return _newest(
+            snapshot
+            for snapshot in _read_directory(self.directory(source_id))
+            if snapshot["bodyHash"] == body_hash and snapshot["fetchedAt"] == fetched_at
+        )
 
     def get_by_source_ref(self, source_ref: str) -> Snapshot | None:
         """The snapshot a ``traverse-snapshot:`` ref names (``find``), or None if none is stored.

@@ -1,10 +1,12 @@
-"""``scrapy warc import``: WARC/WACZ records into snapshots (docs/web-archives.md).
+"""``scrapy warc import``: WARC/ARC/WACZ records into snapshots (docs/web-archives.md).
 
-Every 2xx ``response`` and every ``resource`` record of an http(s) URL whose media
-type is one of the store's kinds becomes a snapshot of page id
-``encodeURIComponent(ID)::URL``; a ``metadata`` record written by traverse_crawl
-restores the snapshot's other fields, so an export imports back to the snapshots it
-came from. Damaged records are skipped and reported (``warc/reader.py``).
+Every 2xx ``response`` to a GET and every ``resource`` record of an http(s) URL whose
+media type is one of the store's kinds becomes a snapshot of page id
+``encodeURIComponent(ID)::URL``, the URL in the frontier's normal form; a ``revisit``
+becomes one with its original's payload. A first pass over every file indexes what
+the second needs (requests' methods, payload digests, traverse_crawl's ``metadata``
+records), so files may come in any order; the second streams one record at a time.
+Damaged records are skipped and reported (``warc/reader.py``).
 """
 
 from __future__ import annotations
@@ -14,16 +16,21 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import partial
 from typing import BinaryIO
 
 from warcio.recordloader import ArcWarcRecord
 
+from traverse_crawl.fetch import urls
 from traverse_crawl.snapshots import model as snap
 from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.utils.javascript import encode_uri_component
-from traverse_crawl.warc.reader import read_records
+from traverse_crawl.warc.reader import Bad, read_records
 
 Source = tuple[str, Callable[[], BinaryIO], int]  # display name, opener, size
+
+
+Key = tuple[int, int]  # a record: its source's number, its offset
 
 
 @dataclass
@@ -32,6 +39,9 @@ class ImportReport:
     imported: int = 0
     skipped: int = 0
     superseded: int = 0
+    not_get: int = 0  # responses to a request that was not a GET
+    unresolved: int = 0  # revisits whose original is not in the import
+    normalised: int = 0  # URLs stored in their normal form, not as written
     warnings: list[str] = field(default_factory=list)
 
 
@@ -61,22 +71,159 @@ def _fields(record: ArcWarcRecord) -> dict[str, str]:
     return out
 
 
-def _our_metadata(sources: list[Source]) -> dict[str, dict[str, str]]:
-    """traverse_crawl's metadata records, by the record id they describe."""
-    found: dict[str, dict[str, str]] = {}
+@dataclass(frozen=True)
+class _Capture:
+    """What the first pass keeps of a ``response``, ``resource`` or ``revisit`` record."""
 
-    def handle(record: ArcWarcRecord, _offset: int) -> None:
-        refers = record.rec_headers.get_header("WARC-Concurrent-To")
-        if record.rec_type == "metadata" and refers:
-            fields = _fields(record)
-            if "pageId" in fields:
-                found[refers] = fields
+    key: Key
+    rec_type: str
+    record_id: str
+    concurrent_to: str
+    url: str
+    date: str
+    digest: str
+    status: int
+    content_type: str | None
+    etag: str | None
+    last_modified: str | None
+    profile: str
+    refers_to: str
 
-    for _name, opener, size in sources:
-        with opener() as fh:
-            for _bad in read_records(fh, size, handle):
-                pass  # reported by the second pass
-    return found
+
+@dataclass
+class _Index:
+    """The first pass over every file: what the second needs to resolve and filter."""
+
+    metadata: dict[str, dict[str, str]] = field(default_factory=dict)
+    # The requests' methods by their record id and the id they are concurrent to
+    # (source number, offset, method): ids are not always unique across files.
+    methods: dict[str, list[tuple[int, int, str]]] = field(default_factory=dict)
+    requests: dict[tuple[int, str], list[tuple[int, str]]] = field(default_factory=dict)
+    captures: list[_Capture] = field(default_factory=list)
+
+
+def _digest(value: str | None) -> str:
+    algorithm, _, encoded = (value or "").strip().partition(":")
+    return f"{algorithm.lower()}:{encoded.upper()}" if encoded else ""
+
+
+def _index_record(index: _Index, number: int, record: ArcWarcRecord, offset: int) -> None:
+    headers = record.rec_headers
+    record_id = str(headers.get_header("WARC-Record-ID") or "")
+    concurrent = str(headers.get_header("WARC-Concurrent-To") or "")
+    url = str(headers.get_header("WARC-Target-URI") or "")
+    if record.rec_type == "metadata":
+        fields = _fields(record)
+        if concurrent and "pageId" in fields:
+            index.metadata[concurrent] = fields
+        return
+    if record.rec_type == "request":
+        method = str(record.http_headers.protocol if record.http_headers else "").upper()
+        for ref in (record_id, concurrent):
+            if ref:
+                index.methods.setdefault(ref, []).append((number, offset, method))
+        index.requests.setdefault((number, url), []).append((offset, method))
+        return
+    if record.rec_type not in ("response", "resource", "revisit"):
+        return
+    http = record.http_headers if record.rec_type != "resource" else None
+    if http:
+        status = int(http.get_statuscode() or 0)
+    else:  # a revisit without HTTP headers takes its original's
+        status = 200 if record.rec_type == "resource" else 0
+    index.captures.append(
+        _Capture(
+            key=(number, offset),
+            rec_type=record.rec_type,
+            record_id=record_id,
+            concurrent_to=concurrent,
+            url=url,
+            date=_date(headers.get_header("WARC-Date")),
+            digest=_digest(headers.get_header("WARC-Payload-Digest")),
+            status=status,
+            content_type=(http or headers).get_header("Content-Type"),
+            etag=http.get_header("ETag") if http else None,
+            last_modified=http.get_header("Last-Modified") if http else None,
+            profile=str(headers.get_header("WARC-Profile") or ""),
+            refers_to=str(headers.get_header("WARC-Refers-To") or ""),
+        )
+    )
+
+
+def _date(value: str | None) -> str:
+    try:
+        return fetched_at(str(value or ""))
+    except ValueError:
+        return ""
+
+
+def _method(index: _Index, capture: _Capture) -> str:
+    """The method of the request a response answered (GET when nothing says)."""
+    number, offset = capture.key
+    for ref in (capture.record_id, capture.concurrent_to):
+        linked = [(o, m) for n, o, m in index.methods.get(ref, []) if n == number]
+        if linked:
+            return _nearest(linked, offset)
+    # Older tools pair the records by URL only: the nearest request of the URL.
+    pairs = index.requests.get((number, capture.url))
+    return _nearest(pairs, offset) if pairs else "GET"
+
+
+def _nearest(pairs: list[tuple[int, str]], offset: int) -> str:
+    return min(pairs, key=lambda pair: abs(pair[0] - offset))[1]
+
+
+@dataclass
+class _Plan:
+    """Which records are not pages, and which originals stand for which revisits."""
+
+    metadata: dict[str, dict[str, str]]
+    not_get: set[Key] = field(default_factory=set)
+    revisits: dict[Key, list[_Capture]] = field(default_factory=dict)
+    unresolved: list[_Capture] = field(default_factory=list)
+
+
+def _plan(index: _Index) -> _Plan:
+    plan = _Plan(index.metadata)
+    originals: list[_Capture] = []
+    for capture in index.captures:
+        if _method(index, capture) != "GET":
+            plan.not_get.add(capture.key)
+        elif capture.rec_type != "revisit":
+            originals.append(capture)
+    by_id = {c.record_id: c for c in originals if c.record_id}
+    by_digest: dict[str, _Capture] = {}
+    by_url: dict[str, list[_Capture]] = {}
+    for capture in originals:
+        if capture.digest:
+            by_digest.setdefault(capture.digest, capture)
+        if 200 <= capture.status < 300:
+            by_url.setdefault(_normal(capture.url) or capture.url, []).append(capture)
+    for capture in index.captures:
+        if capture.rec_type != "revisit" or capture.key in plan.not_get:
+            continue
+        if not capture.date:
+            plan.unresolved.append(capture)
+            continue
+        original = by_id.get(capture.refers_to)
+        if original is None and "not-modified" in capture.profile:
+            earlier = [
+                c
+                for c in by_url.get(_normal(capture.url) or capture.url, [])
+                if c.date <= capture.date
+            ]
+            original = max(earlier, key=lambda c: c.date) if earlier else None
+        elif original is None:
+            original = by_digest.get(capture.digest) if capture.digest else None
+        if original is None:
+            plan.unresolved.append(capture)
+        else:
+            plan.revisits.setdefault(original.key, []).append(capture)
+    return plan
+
+
+def _normal(url: str) -> str | None:
+    return urls.normalize(url)
 
 
 def candidates(
@@ -85,71 +232,163 @@ def candidates(
     report: ImportReport,
     progress: Callable[[int], None] = lambda _: None,
 ) -> Iterator[Snapshot]:
-    """Snapshots from ``sources``, in file order; every bad record is in ``report``."""
-    metadata = _our_metadata(sources)
-    prefix = encode_uri_component(source_id) + "::"
-    found: list[Snapshot] = []
+    """Snapshots from ``sources``, one record at a time; every problem is in ``report``.
 
-    def handle(record: ArcWarcRecord, offset: int) -> None:
-        report.records += 1
-        if report.records % 1000 == 0:
-            progress(report.records)
-        built = _snapshot(record, metadata, prefix)
-        if built is not None:
-            found.append(built)
-
-    for name, opener, size in sources:
+    A first pass indexes every file (traverse_crawl's metadata, the requests'
+    methods, each capture's digest and date), so a revisit finds its original
+    whatever the order of the files; the second builds the snapshots.
+    """
+    index = _Index()
+    for number, (_name, opener, size) in enumerate(sources):
         with opener() as fh:
-            for bad in read_records(fh, size, handle):
-                report.skipped += 1
-                report.warnings.append(
-                    f"{name}: skipped record at offset {bad.offset}: {bad.reason}"
-                )
-                yield from _drain(found)
-            yield from _drain(found)
+            for _item in read_records(fh, size, partial(_index_record, index, number)):
+                pass  # reported by the second pass
+    plan = _plan(index)
+    index.captures.clear()  # the plan keeps what the second pass needs
+    index.requests.clear()
+    if plan.unresolved:
+        first = plan.unresolved[0]
+        report.unresolved = len(plan.unresolved)
+        report.warnings.append(
+            f"{sources[first.key[0]][0]}: {len(plan.unresolved)} revisit record(s) whose "
+            f"original is not in the import not imported (the first at offset {first.key[1]})"
+        )
+    prefix = encode_uri_component(source_id) + "::"
+    normalised: set[str] = set()
+
+    for number, (name, opener, size) in enumerate(sources):
+
+        def build(record: ArcWarcRecord, offset: int) -> list[Snapshot]:
+            report.records += 1
+            if report.records % 1000 == 0:
+                progress(report.records)
+            key = (number, offset)  # noqa: B023
+            if key in plan.not_get:
+                report.not_get += 1
+                return []
+            return _snapshots(record, key, plan, prefix, normalised)
+
+        with opener() as fh:
+            for item in read_records(fh, size, build):
+                if isinstance(item, Bad):
+                    report.skipped += int(item.skipped)
+                    what = "skipped record at" if item.skipped else "at"
+                    report.warnings.append(f"{name}: {what} offset {item.offset}: {item.reason}")
+                else:
+                    yield from item.value
+    report.normalised = len(normalised)
 
 
-def _drain(found: list[Snapshot]) -> Iterator[Snapshot]:
-    while found:
-        yield found.pop(0)
-
-
-def _snapshot(
-    record: ArcWarcRecord, metadata: dict[str, dict[str, str]], prefix: str
-) -> Snapshot | None:
-    headers = record.rec_headers
-    url = headers.get_header("WARC-Target-URI") or ""
-    if record.rec_type == "response" and record.http_headers is not None:
-        status = int(record.http_headers.get_statuscode() or 0)
-        http = record.http_headers
-        content_type = http.get_header("Content-Type")
-    elif record.rec_type == "resource":
-        status, http = 200, None
-        content_type = headers.get_header("Content-Type")
-    else:
-        return None
-    kind = media_kind(content_type)
-    if not 200 <= status < 300 or kind is None or not url.startswith(("http:", "https:")):
-        return None  # wget's own log and manifest are resource records of metadata:// URLs
+def _snapshots(
+    record: ArcWarcRecord, key: Key, plan: _Plan, prefix: str, normalised: set[str]
+) -> list[Snapshot]:
+    if record.rec_type not in ("response", "resource"):
+        return []
+    revisits = plan.revisits.get(key, [])
+    own = _importable(record)
+    if own is None and not revisits:
+        return []
     body = record.content_stream().read()
-    ours = metadata.get(str(headers.get_header("WARC-Record-ID")), {})
-    page_url = ours.get("pageId", "").partition("::")[2] or url
+    headers = record.rec_headers
+    out = []
+    if own is not None:
+        status, content_type, etag, last_modified = own
+        built = _build(
+            prefix,
+            str(headers.get_header("WARC-Target-URI") or ""),
+            plan.metadata.get(str(headers.get_header("WARC-Record-ID")), {}),
+            fetched_at(str(headers.get_header("WARC-Date"))),
+            status,
+            content_type,
+            etag,
+            last_modified,
+            body,
+            normalised,
+        )
+        out += [built] if built is not None else []
+    original = _capture_of(record)
+    for revisit in revisits:
+        # An identical-payload revisit keeps its own response headers; a 304's are
+        # the original's.
+        own_headers = "not-modified" not in revisit.profile and revisit.status
+        source = revisit if own_headers else original
+        built = _build(
+            prefix,
+            revisit.url,
+            plan.metadata.get(revisit.record_id, {}),
+            revisit.date,
+            source.status,
+            source.content_type or original.content_type,
+            source.etag,
+            source.last_modified,
+            body,
+            normalised,
+        )
+        out += [built] if built is not None else []
+    return out
+
+
+def _capture_of(record: ArcWarcRecord) -> _Capture:
+    http = record.http_headers if record.rec_type == "response" else None
+    return _Capture(
+        key=(0, 0),
+        rec_type=record.rec_type,
+        record_id="",
+        concurrent_to="",
+        url="",
+        date="",
+        digest="",
+        status=int(http.get_statuscode() or 0) if http else 200,
+        content_type=(http or record.rec_headers).get_header("Content-Type"),
+        etag=http.get_header("ETag") if http else None,
+        last_modified=http.get_header("Last-Modified") if http else None,
+        profile="",
+        refers_to="",
+    )
+
+
+def _importable(record: ArcWarcRecord) -> tuple[int, str | None, str | None, str | None] | None:
+    capture = _capture_of(record)
+    if not 200 <= capture.status < 300:
+        return None
+    return capture.status, capture.content_type, capture.etag, capture.last_modified
+
+
+def _build(
+    prefix: str,
+    url: str,
+    ours: dict[str, str],
+    date: str,
+    status: int,
+    content_type: str | None,
+    etag: str | None,
+    last_modified: str | None,
+    body: bytes,
+    normalised: set[str],
+) -> Snapshot | None:
+    kind = media_kind(content_type)
+    if not 200 <= status < 300 or kind is None:
+        return None
+    page = _normal(url)
+    if page is None:
+        return None  # wget's own log and manifest are resource records of metadata:// URLs
+    if page != url:
+        normalised.add(url)
+    page_url = ours.get("pageId", "").partition("::")[2] or page
     stored_status = ours.get("status")
-    built = snap.build_snapshot(
+    return snap.build_snapshot(
         source_id=prefix + page_url,
-        url=url,
+        url=page,
         status=int(stored_status) if stored_status and stored_status.isdigit() else status,
         content_type=kind,  # type: ignore[arg-type]
         raw_body=body,
         content_type_header=content_type,
         redirects=json.loads(ours["redirects"]) if ours.get("redirects") else None,
-        etag=ours.get("etag") or (http.get_header("ETag") if http else None),
-        last_modified=ours.get("lastModified")
-        or (http.get_header("Last-Modified") if http else None),
+        etag=ours.get("etag") or etag,
+        last_modified=ours.get("lastModified") or last_modified,
         rendered=ours.get("rendered") == "true",
-        fetched_at=ours.get("fetchedAt") or fetched_at(str(headers.get_header("WARC-Date"))),
+        fetched_at=ours.get("fetchedAt") or date,
     )
-    return built
 
 
 def file_source(path: str) -> Source:

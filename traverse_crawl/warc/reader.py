@@ -1,16 +1,23 @@
-"""Read WARC files record by record, surviving damage (docs/web-archives.md).
+"""Read WARC and ARC files record by record, surviving damage (docs/web-archives.md).
 
-warcio parses the records; this module decides what a damaged file means. warcio
-stops quietly at a record cut short and reads a file that is not a WARC as ARC
-lines, so each file is checked here, and reading resumes after each bad record.
+warcio parses the records (ARC ones converted to WARC records); this module decides
+what a damaged file means. warcio stops quietly at a record cut short and reads a
+file that is not an archive as ARC lines, so each file is checked here, and reading
+resumes after each bad record. warcio's own console warnings are turned into ours.
 """
 
 from __future__ import annotations
 
+import gzip
+import io
+import logging
+import re
 import zlib
 from collections.abc import Callable, Iterator
+from contextlib import redirect_stderr
 from dataclasses import dataclass
-from typing import BinaryIO
+from functools import partial
+from typing import BinaryIO, Generic, TypeVar
 
 from warcio.archiveiterator import ArchiveIterator
 from warcio.recordloader import ArcWarcRecord
@@ -18,15 +25,43 @@ from warcio.recordloader import ArcWarcRecord
 GZIP_MAGIC = b"\x1f\x8b\x08"
 WARC_MAGIC = b"WARC/1."
 _CHUNK = 1 << 20
+# An ARC v1 record's first line: URL IP-address Archive-date Content-type Archive-length.
+_ARC_LINE = re.compile(rb"^\S+://\S* \S+ \d{14} \S+ \d+\s*$", re.MULTILINE)
+_WARCIO_OFFSET = re.compile(r"Offset: (\d+)")
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class Bad:
+    """A record that was not read (``skipped``), or a problem with the file itself."""
+
     offset: int
     reason: str
+    skipped: bool = True
 
 
-Handler = Callable[[ArcWarcRecord, int], None]
+@dataclass(frozen=True)
+class Good(Generic[T]):
+    offset: int
+    value: T
+
+
+class _OneMember(Exception):
+    """The gzip member goes on past its first record: the file is one gzip stream."""
+
+
+class _Iterator(ArchiveIterator):  # type: ignore[misc]
+    def _raise_invalid_gzip_err(self) -> None:
+        raise _OneMember
+
+
+def _is_record_head(head: bytes) -> bool:
+    head = head.lstrip(b"\r\n")
+    if head.startswith(WARC_MAGIC):
+        return True
+    first = head.split(b"\n", 1)[0]
+    return _ARC_LINE.match(first) is not None
 
 
 def _starts_a_record(fh: BinaryIO, offset: int) -> bool:
@@ -34,45 +69,97 @@ def _starts_a_record(fh: BinaryIO, offset: int) -> bool:
     head = fh.read(4096)
     if head.startswith(GZIP_MAGIC):
         try:
-            head = zlib.decompressobj(zlib.MAX_WBITS + 16).decompress(head, 16)
+            head = zlib.decompressobj(zlib.MAX_WBITS + 16).decompress(head, 512)
         except zlib.error:
             return False
-    return head.lstrip(b"\r\n").startswith(WARC_MAGIC)
+    return _is_record_head(head)
 
 
 def _next_start(fh: BinaryIO, after: int, gzipped: bool) -> int | None:
     """The next offset past ``after`` where a record can begin, or None."""
-    magic = GZIP_MAGIC if gzipped else WARC_MAGIC
+    # A plain ARC record has no magic of its own: look for a line starting a URL.
+    magics = (GZIP_MAGIC,) if gzipped else (WARC_MAGIC, b"\nhttp", b"\nfiledesc")
     position = after + 1
     while True:
         fh.seek(position)
-        chunk = fh.read(_CHUNK + len(magic))
+        chunk = fh.read(_CHUNK + 16)
         if not chunk:
             return None
-        found = chunk.find(magic)
-        if found >= 0 and _starts_a_record(fh, position + found):
-            return position + found
-        if found >= 0:
+        hits = [(found, magic) for magic in magics if (found := chunk.find(magic)) >= 0]
+        if hits:
+            found, magic = min(hits)
+            start = position + found + (1 if magic.startswith(b"\n") else 0)
+            if _starts_a_record(fh, start):
+                return start
             position += found + 1
             continue
-        if len(chunk) <= len(magic):
+        if len(chunk) <= 16:
             return None
         position += _CHUNK
 
 
-# A stretch that does not start with ``WARC/`` (after gzip), a record that fails to
-# parse or whose digest does not match, and bytes left after the last record are each
-# one *bad* record, named by its offset. Reading then resumes at the next place a
-# record can start (a gzip member header in a ``.gz`` file, ``WARC/1.`` otherwise), so
-# the records after the damage are still read.
-def read_records(fh: BinaryIO, size: int, handle: Handler) -> Iterator[Bad]:
-    """Call ``handle(record, offset)`` for each good record; yield each bad one.
+class _Quiet:
+    """Runs warcio's steps with its console warnings captured, as ``Bad`` notices."""
 
-    ``handle`` must read what it needs of the record's content before it
-    returns (the stream moves on); an exception it raises makes the record bad.
+    def __init__(self) -> None:
+        self.notices: list[Bad] = []
+
+    def call(self, step: Callable[[], T]) -> T:
+        captured = io.StringIO()
+        logged = logging.StreamHandler(captured)
+        logger = logging.getLogger("warcio")
+        propagate, logger.propagate = logger.propagate, False
+        logger.addHandler(logged)
+        try:
+            with redirect_stderr(captured):
+                return step()
+        finally:
+            logger.removeHandler(logged)
+            logger.propagate = propagate
+            text = captured.getvalue()
+            if "Replacing spaces" in text:
+                self.notices.append(
+                    Bad(-1, "spaces in its WARC-Target-URI replaced by %20", skipped=False)
+                )
+            elif text.strip():
+                found = _WARCIO_OFFSET.search(text)
+                self.notices.append(
+                    Bad(
+                        int(found.group(1)) if found else 0,
+                        "record not followed by a blank line (its Content-Length may be wrong)",
+                        skipped=False,
+                    )
+                )
+
+    def drain(self, offset: int) -> Iterator[Bad]:
+        """The notices so far; one with no offset of its own is the record's at ``offset``."""
+        while self.notices:
+            notice = self.notices.pop(0)
+            yield notice if notice.offset >= 0 else Bad(offset, notice.reason, notice.skipped)
+
+
+def _torn(record: ArcWarcRecord) -> bool:
+    """Whether the record's block ended before its Content-Length."""
+    return int(getattr(record.raw_stream, "limit", 0) or 0) > 0
+
+
+# A stretch that does not start a WARC or ARC record (after gzip), a record that fails
+# to parse, is cut short or whose digest does not match, and bytes left after the last
+# record are each one *bad* record, named by its offset. Reading then resumes at the
+# next place a record can start (a gzip member header in a ``.gz`` file, ``WARC/1.`` or
+# an ARC URL line otherwise), so the records after the damage are still read.
+def read_records(
+    fh: BinaryIO, size: int, build: Callable[[ArcWarcRecord, int], T]
+) -> Iterator[Good[T] | Bad]:
+    """``Good(offset, build(record, offset))`` for each whole record; ``Bad`` for the rest.
+
+    ``build`` must read what it needs of the record's content before it returns (the
+    stream moves on); an exception it raises makes the record bad. A record is good
+    only once it has been read to its end.
     """
     fh.seek(0)
     gzipped = fh.read(3) == GZIP_MAGIC
+    quiet = _Quiet()
     offset: int | None = 0
     while offset is not None and offset < size:
         if not _starts_a_record(fh, offset):
@@ -81,16 +168,36 @@ def read_records(fh: BinaryIO, size: int, handle: Handler) -> Iterator[Bad]:
             continue
         fh.seek(offset)
         # Offsets are absolute: warcio starts counting at the handle's position.
-        iterator = ArchiveIterator(fh, check_digests="raise")
+        iterator = _Iterator(fh, check_digests="raise", arc2warc=True)
+        read = 0
+        current = offset
         try:
-            for record in iterator:
-                if record.format != "warc":
-                    raise ValueError("not a WARC record")
-                handle(record, iterator.offset)
-                iterator.read_to_end(record)
+            while True:
+                record = quiet.call(partial(next, iterator, None))
+                yield from quiet.drain(iterator.offset)
+                if record is None:
+                    break
+                current = iterator.offset
+                value = build(record, current)
+                quiet.call(partial(iterator.read_to_end, record))
+                yield from quiet.drain(current)
+                if _torn(record):
+                    raise EOFError("cut short inside the record")
+                read += 1
+                yield Good(current, value)
             end = iterator.offset
+        except _OneMember:
+            yield Bad(
+                offset,
+                "one gzip member holds many records (pywb cannot index it; "
+                "`warcio recompress` rewrites it): read sequentially",
+                skipped=False,
+            )
+            fh.seek(offset)
+            yield from _sequential(fh, build, read, quiet)
+            return
         except Exception as exc:  # warcio's and zlib's errors, a bad digest: the record is bad
-            current = max(offset, iterator.offset)
+            current = max(current, iterator.offset)
             yield Bad(current, _reason(exc))
             offset = _next_start(fh, current, gzipped)
             continue
@@ -100,6 +207,36 @@ def read_records(fh: BinaryIO, size: int, handle: Handler) -> Iterator[Bad]:
             offset = _next_start(fh, end, gzipped)
         else:
             offset = None
+
+
+def _sequential(
+    fh: BinaryIO, build: Callable[[ArcWarcRecord, int], T], done: int, quiet: _Quiet
+) -> Iterator[Good[T] | Bad]:
+    """The records of a gzip stream, read from its start; the first ``done`` were read.
+
+    Offsets here count decompressed bytes; the stream cannot be resumed after damage.
+    """
+    stream = gzip.GzipFile(fileobj=fh, mode="rb")
+    iterator = ArchiveIterator(stream, check_digests="raise", arc2warc=True)
+    seen = 0
+    current = 0
+    try:
+        while True:
+            record = quiet.call(partial(next, iterator, None))
+            yield from quiet.drain(iterator.offset)
+            if record is None:
+                return
+            current = iterator.offset
+            seen += 1
+            value = build(record, current) if seen > done else None
+            quiet.call(partial(iterator.read_to_end, record))
+            yield from quiet.drain(current)
+            if _torn(record):
+                raise EOFError("cut short inside the record")
+            if seen > done:
+                yield Good(current, value)  # type: ignore[arg-type]
+    except Exception as exc:  # as above; nothing after damage in one stream can be found
+        yield Bad(current, f"{_reason(exc)} (offset in the decompressed stream)")
 
 
 def _reason(exc: Exception) -> str:

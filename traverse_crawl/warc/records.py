@@ -39,6 +39,17 @@ Headers = list[tuple[str, str]]
 # One builder for record ids, dates and digests (warcio's RecordBuilder).
 BUILDER = RecordBuilder(warc_version="1.1")
 
+# C0 controls and DEL: warcio writes header values as they are given, so a CR/LF in a
+# stored URL or date (a hand-made or imported snapshot can carry one) would end the
+# header and inject others. They are percent-encoded instead, as a URI would have them.
+_CONTROLS = {code: f"%{code:02X}" for code in [*range(0x20), 0x7F]}
+
+
+def header_value(text: str) -> str:
+    """``text`` with its control characters percent-encoded: safe as one WARC header
+    value or one ``application/warc-fields`` line."""
+    return text.translate(_CONTROLS)
+
 
 def warc_date(moment: datetime | None = None) -> str:
     """A WARC-Date with microseconds (WARC 1.1 allows the fraction)."""
@@ -82,7 +93,10 @@ def _record(
     extra: dict[str, str] | None = None,
     content_type: str = "",
 ) -> ArcWarcRecord:
-    headers = {"WARC-Date": date, **(extra or {})}
+    url = header_value(url)
+    headers = {
+        name: header_value(value) for name, value in {"WARC-Date": date, **(extra or {})}.items()
+    }
     # The digests warcio would compute (SHA-1, base32), with hashlib directly:
     # warcio's builder and writer each re-read the payload in 16 KB chunks
     # through Python code, and hash a record without HTTP headers twice.
@@ -154,12 +168,15 @@ def revisit_record(
     """A 304 to a conditional GET: profile server-not-modified, pointing at ``earlier``."""
     http = _status_and_headers(status, protocol, headers)
     record = BUILDER.create_revisit_record(
-        url,
+        header_value(url),
         earlier.payload_digest,
-        earlier.url,
+        header_value(earlier.url),
         earlier.date,
         http_headers=http,
-        warc_headers_dict={"WARC-Date": date, **(extra or {})},
+        warc_headers_dict={
+            name: header_value(value)
+            for name, value in {"WARC-Date": date, **(extra or {})}.items()
+        },
     )
     record.rec_headers.replace_header("WARC-Profile", SERVER_NOT_MODIFIED)
     return record
@@ -167,7 +184,9 @@ def revisit_record(
 
 def metadata_record(url: str, fields: dict[str, Any], date: str, refers_to: str) -> ArcWarcRecord:
     """A ``metadata`` record of ``application/warc-fields`` lines."""
-    block = "".join(f"{name}: {value}\r\n" for name, value in fields.items() if value)
+    block = "".join(
+        f"{name}: {header_value(str(value))}\r\n" for name, value in fields.items() if value
+    )
     extra = {"WARC-Concurrent-To": refers_to} if refers_to else {}
     return _record(url, "metadata", None, block.encode("utf-8"), date, extra)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from traverse_crawl.manifests.read import shape_problem
@@ -91,6 +93,20 @@ def test_body_diff_is_bounded_in_lines_and_width():
     wide = diff.body_diff("x" * 5000, "y" * 5000, 10)
     assert all(len(line) <= diff.MAX_LINE + 1 for line in wide)
     assert "-" + "x" * (diff.MAX_LINE - 1) + "…" in wide
+
+
+def test_body_diff_of_many_differing_lines_shows_the_changed_middle_as_one_hunk():
+    """Random short lines on both sides: difflib would match them line by line in
+    quadratic time; the shared start and end are kept out, the middle is replaced whole."""
+    rng = random.Random(7)
+    head, tail = ["<html>", "<body>"], ["</body>", "</html>"]
+    old = [f"{rng.randrange(100)}" for _ in range(20_000)]
+    new = [f"{rng.randrange(100)}" for _ in range(20_000)]
+    shown = diff.body_diff("\n".join(head + old + tail), "\n".join(head + new + tail), 5)
+    assert shown[0] == "@@ -3,20000 +3,20000 @@"
+    assert "too many to match line by line" in shown[1]
+    assert shown[2:5] == ["-" + line for line in old[:3]]
+    assert shown[-1] == f"… {2 + 40_000 - 5} more diff line(s)"
 
 
 @pytest.mark.parametrize(

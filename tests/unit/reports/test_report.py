@@ -54,6 +54,14 @@ def test_totals_depths_and_largest_pages():
     assert seed.warnings == MANIFEST["warnings"]
 
 
+def test_a_manifest_claiming_a_huge_depth_is_charted_at_the_depths_it_has():
+    """899 bytes claiming depth 3x10^7 must not build a chart of 3x10^7 columns."""
+    deep = {**MANIFEST, "pages": [page("/", 0), page("/far", 30_000_000, "/", error="timeout")]}
+    assert build_seed(deep, "m.json").by_depth == [(0, 1, 0), (30_000_000, 0, 1)]
+    gap = {**MANIFEST, "pages": [page("/", 0), page("/x", 2, "/")]}  # a gap a crawl can leave
+    assert build_seed(gap, "m.json").by_depth == [(0, 1, 0), (1, 0, 0), (2, 1, 0)]
+
+
 def test_tree_hangs_pages_under_their_discoverer_and_marks_failures():
     nodes = tree(PAGES)
     assert [(n.parent, n.failed, n.inferred) for n in nodes] == [

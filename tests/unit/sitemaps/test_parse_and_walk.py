@@ -174,6 +174,32 @@ def test_reading_stops_between_files_once_the_budget_is_covered():
     assert walk.urls == [ORIGIN + "/1", ORIGIN + "/2", ORIGIN + "/3", ORIGIN + "/4"]
 
 
+@pytest.mark.parametrize(("limit", "bound"), [(1, 10), (2, 20)])
+def test_a_seed_reads_at_most_ten_sitemap_files_per_page_and_says_so_once(limit, bound):
+    walk = SitemapWalk(ORIGIN, "robots", limit=limit)
+    step(walk)
+    walk.robots_read("Sitemap: /index.xml")
+    step(walk)
+    walk.sitemap_read(sitemap_index(*(f"/empty-{n}.xml" for n in range(3 * bound))))
+    while (fetch := walk.next_fetch()) is not None:
+        walk.start(fetch)
+        walk.sitemap_read(urlset("https://other.test/p"))  # nothing on the seed's origin
+    assert walk.done
+    assert walk.files == bound
+    assert walk.warnings == [
+        f"sitemap file limit ({bound}) reached; further sitemap files not read"
+    ]
+
+
+def test_the_sitemap_file_bound_follows_the_page_budget():
+    assert [SitemapWalk(ORIGIN, "robots", limit=n).max_files for n in (0, 1, 5, 20)] == [
+        10,
+        10,
+        50,
+        200,
+    ]
+
+
 def test_document_problems_become_warnings_on_the_requested_url():
     walk = SitemapWalk(ORIGIN, "robots", limit=100)
     step(walk)

@@ -10,6 +10,7 @@ import base64
 import json
 import os
 import stat
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -359,3 +360,35 @@ def test_streamed_json_write_is_byte_identical_to_dumps(tmp_path):
     atomic_write_json(str(path), obj)
     assert path.read_bytes() == json.dumps(obj, indent=2, ensure_ascii=False).encode("utf-8")
     assert [p.name for p in tmp_path.iterdir()] == ["m.json"]
+
+
+def test_latest_get_and_find_agree_with_the_newest_first_order(tmp_path: Path) -> None:
+    store = FilesystemSnapshotStore(str(tmp_path))
+    stamps = ["2026-07-02T00:00:00.000Z", "2026-07-02T00:00:00Z", "2026-07-02-00", "2026-07-01"]
+    for n, fetched_at in enumerate(stamps):
+        store.put(_snap(fetched_at, f"body {n}"))
+        store.put(_snap(fetched_at, "same"))
+    listed = store.list("page")
+    assert store.latest("page") == listed[0]
+    same = [s for s in listed if s["body"] == "same"]
+    assert store.get("page", str(same[0]["bodyHash"])[:8]) == same[0]
+    oldest = listed[-1]
+    assert store.find("page", str(oldest["bodyHash"]), str(oldest["fetchedAt"])) == oldest
+
+
+def test_the_latest_of_many_versions_holds_one_version_at_a_time(tmp_path: Path) -> None:
+    """A page captured 200 times, 100 KB each: reading its newest keeps one or two
+    versions in memory, not all of them (20 MB)."""
+
+    store = FilesystemSnapshotStore(str(tmp_path))
+    for n in range(200):
+        stamp = f"2026-07-01T00:00:{n // 60:02d}.{n % 60:03d}Z"
+        store.put(_snap(stamp, f"{n:03d}" + "x" * 100_000))
+    tracemalloc.start()
+    try:
+        newest = store.latest("page")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert newest is not None and newest["body"].startswith("199")
+    assert peak < 2_000_000, f"{peak} bytes at peak"

@@ -1,0 +1,258 @@
+"""A Prometheus endpoint while the crawl runs (docs/operations.md, "Metrics").
+
+The add-on registers ``MetricsExtension`` only when the port is set, so a crawl without it
+never imports prometheus_client. Almost every figure is read when ``/metrics`` is scraped,
+from what the crawl keeps anyway (Scrapy's stats, the frontiers, the downloader); per page
+there are two counts, of its outcome and of its download latency.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+from bisect import bisect_left
+from collections.abc import Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Histogram, ProcessCollector, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.metrics_core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+from scrapy import Request, Spider, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
+from twisted.internet.error import CannotListenError
+from twisted.web.resource import Resource
+from twisted.web.server import Request as WebRequest
+from twisted.web.server import Site
+
+from traverse_crawl.config.settings import get_config
+from traverse_crawl.crawl.frontier import Frontier
+from traverse_crawl.crawl.items import PageItem
+from traverse_crawl.crawl.progress import SeedProgress
+from traverse_crawl.errors import ConfigError
+from traverse_crawl.signals import seed_started
+
+PATH = b"/metrics"
+# Prometheus's default latency buckets, in seconds (the last one is +Inf).
+BOUNDS: tuple[float, ...] = tuple(b for b in Histogram.DEFAULT_BUCKETS if b != float("inf"))
+STATUS_PREFIX = "downloader/response_status_count/"
+EXCEPTION_PREFIX = "downloader/exception_type_count/"
+
+
+def check_port(host: str, port: int) -> None:
+    """``ConfigError`` naming ``TRAVERSE_METRICS_PORT`` when ``host:port`` cannot be listened on.
+
+    Called by the crawl command before the reactor runs (exit 2); the extension's own
+    listen says the same should the port be taken in between.
+    """
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError as exc:
+        raise ConfigError("TRAVERSE_METRICS_HOST", f"cannot resolve {host!r}: {exc}") from None
+    family, kind, proto, _, address = infos[0]
+    probe = socket.socket(family, kind, proto)
+    try:
+        # As Twisted's listening port does: a closed connection's TIME_WAIT is no conflict.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind(address)
+    except OSError as exc:
+        raise busy(host, port, exc.strerror or str(exc)) from None
+    finally:
+        probe.close()
+
+
+def busy(host: str, port: int, reason: str) -> ConfigError:
+    return ConfigError("TRAVERSE_METRICS_PORT", f"cannot listen on {host}:{port}: {reason}")
+
+
+class MetricsExtension:
+    """Serves ``GET /metrics`` on ``TRAVERSE_METRICS_HOST:TRAVERSE_METRICS_PORT``."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        config = get_config(crawler)
+        if not config.metrics_port:
+            raise NotConfigured
+        self.crawler = crawler
+        self.frontiers: dict[int, Frontier] = {}
+        self.seed_ids: dict[int, str] = {}
+        self.pages: dict[tuple[str, str], int] = {}
+        self.latency_buckets = [0] * (len(BOUNDS) + 1)
+        self.latency_sum = 0.0
+        # The crawl's own registry, not prometheus_client's global one: two crawlers in
+        # one process (or tests) never see each other's figures.
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(CrawlCollector(self))
+        ProcessCollector(registry=self.registry)  # CPU seconds, resident memory, open files
+        crawler.signals.connect(self.seed_started, signal=seed_started)
+        crawler.signals.connect(self.item_scraped, signal=signals.item_scraped)
+        crawler.signals.connect(self.response_received, signal=signals.response_received)
+        crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
+        self.port = self.listen(config.metrics_host, config.metrics_port)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> MetricsExtension:
+        return cls(crawler)
+
+    def listen(self, host: str, port: int) -> Any:
+        # Served by the crawl's own reactor, not prometheus_client's start_http_server
+        # (a thread): collect() then runs between the crawl's callbacks, so it reads the
+        # stats, the frontiers and these counters without locks and never sees a dict
+        # that changes size while it is read; a scrape costs the crawl one short turn.
+        from twisted.internet import reactor
+
+        listener: Any = reactor  # Twisted's interfaces type the reactor poorly
+        site = Site(MetricsPage(self.registry))  # type: ignore[no-untyped-call]
+        site.noisy = False  # no "Starting factory" lines in the crawl's log
+        try:
+            return listener.listenTCP(port, site, interface=host)
+        except CannotListenError as exc:
+            reason = exc.socketError
+            text = getattr(reason, "strerror", None) or errno.errorcode.get(
+                getattr(reason, "errno", 0) or 0, str(reason)
+            )
+            raise busy(host, port, text) from None
+
+    def engine_stopped(self) -> None:
+        if self.port is not None:
+            self.port.stopListening()
+            self.port = None
+
+    def seed_started(self, frontier: Frontier, seed_key: int) -> None:
+        self.frontiers[seed_key] = frontier
+        self.seed_ids[seed_key] = frontier.seed_id
+
+    def item_scraped(self, item: Any, spider: Spider) -> None:
+        if not isinstance(item, PageItem):
+            return
+        error = item["fetch"].get("error")
+        key = (self._seed_id(item.seed_key, spider), error["kind"] if error else "ok")
+        self.pages[key] = self.pages.get(key, 0) + 1
+
+    def _seed_id(self, seed_key: int, spider: Spider) -> str:
+        seed_id = self.seed_ids.get(seed_key)
+        if seed_id is None:  # a distributed worker's seeds are not announced
+            seeds = getattr(spider, "seeds", None)
+            seed_id = seeds[seed_key].id if seeds is not None else str(seed_key)
+            self.seed_ids[seed_key] = seed_id
+        return seed_id
+
+    def response_received(self, response: Response, request: Request, spider: Spider) -> None:
+        latency = request.meta.get("download_latency")
+        if latency is not None:  # None: served without a download (replay)
+            self.latency_buckets[bisect_left(BOUNDS, latency)] += 1
+            self.latency_sum += latency
+
+
+class CrawlCollector(Collector):
+    """Every ``traverse_*`` metric, built from the crawl's figures at scrape time."""
+
+    def __init__(self, extension: MetricsExtension) -> None:
+        self.extension = extension
+
+    def collect(self) -> Iterator[Metric]:
+        ext = self.extension
+        stats: dict[str, Any] = ext.crawler.stats.get_stats() if ext.crawler.stats else {}
+
+        pages = CounterMetricFamily(
+            "traverse_pages", "Pages recorded, by seed and outcome (ok or the error kind).",
+            labels=["seed", "outcome"],
+        )  # fmt: skip
+        for (seed_id, outcome), count in sorted(ext.pages.items()):
+            pages.add_metric([seed_id, outcome], count)
+        yield pages
+
+        queued = GaugeMetricFamily(
+            "traverse_queued", "URLs of the seed still to record within its page budget.",
+            labels=["seed"],
+        )  # fmt: skip
+        for frontier in ext.frontiers.values():
+            queued.add_metric([frontier.seed_id], SeedProgress(frontier).figures().queued)
+        yield queued
+
+        requests = CounterMetricFamily(
+            "traverse_requests", "Responses downloaded (robots.txt, sitemaps, retries and "
+            "redirect hops included), by HTTP status.", labels=["status"],
+        )  # fmt: skip
+        errors = CounterMetricFamily(
+            "traverse_download_errors", "Downloads that ended without a response, by exception.",
+            labels=["exception"],
+        )  # fmt: skip
+        for name, value in sorted(stats.items()):
+            if name.startswith(STATUS_PREFIX):
+                requests.add_metric([name[len(STATUS_PREFIX) :]], value)
+            elif name.startswith(EXCEPTION_PREFIX):
+                errors.add_metric([name[len(EXCEPTION_PREFIX) :]], value)
+        yield requests
+        yield errors
+        yield CounterMetricFamily(
+            "traverse_response_bytes", "Bytes of the responses downloaded, headers included.",
+            value=stats.get("downloader/response_bytes", 0),
+        )  # fmt: skip
+
+        cumulative, buckets = 0, []
+        for bound, count in zip((*BOUNDS, float("inf")), ext.latency_buckets, strict=True):
+            cumulative += count
+            buckets.append(("+Inf" if bound == float("inf") else repr(bound), cumulative))
+        yield HistogramMetricFamily(
+            "traverse_fetch_seconds", "Download latency of each response, in seconds.",
+            buckets=buckets, sum_value=ext.latency_sum,
+        )  # fmt: skip
+
+        engine = ext.crawler.engine
+        downloader = engine.downloader if engine is not None else None
+        slots = downloader.slots if downloader is not None else {}
+        yield GaugeMetricFamily(
+            "traverse_in_flight", "Requests being downloaded.",
+            value=len(downloader.active) if downloader is not None else 0,
+        )  # fmt: skip
+        yield GaugeMetricFamily(
+            "traverse_politeness_waiting",
+            "Requests waiting for their origin's turn (the delay, one request at a time).",
+            value=sum(len(slot.queue) for slot in slots.values()),
+        )
+        yield GaugeMetricFamily(
+            "traverse_politeness_origins", "Origins with a download slot.", value=len(slots)
+        )
+
+        snapshots = CounterMetricFamily(
+            "traverse_snapshot_writes", "Snapshots written to the store, by result.",
+            labels=["result"],
+        )  # fmt: skip
+        snapshots.add_metric(["stored"], stats.get("snapshot/stored", 0))
+        snapshots.add_metric(["failed"], stats.get("snapshot/store_failed", 0))
+        yield snapshots
+        yield CounterMetricFamily(
+            "traverse_snapshot_batches", "Batches the snapshot writer made durable.",
+            value=stats.get("snapshot/batches", 0),
+        )  # fmt: skip
+        manifests = CounterMetricFamily(
+            "traverse_manifest_writes", "Manifests written, by result.", labels=["result"]
+        )
+        # failed: the manifest directory refused it; fallback: its content went elsewhere.
+        for result, key in (("written", "written"), ("failed", "error"), ("fallback", "fallback")):
+            manifests.add_metric([result], stats.get(f"manifest/{key}", 0))
+        yield manifests
+
+
+class MetricsPage(Resource):
+    """``GET /metrics``: the registry in Prometheus's text format; any other path is 404."""
+
+    isLeaf = True
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+        self.registry = registry
+
+    def render_GET(self, request: WebRequest) -> bytes:
+        if request.path != PATH:
+            request.setResponseCode(404)
+            return b"not found: the metrics are at /metrics\n"
+        request.setHeader(b"Content-Type", CONTENT_TYPE_LATEST.encode("ascii"))  # type: ignore[no-untyped-call]
+        return generate_latest(self.registry)
