@@ -121,7 +121,12 @@ class ManifestPipeline:
             except OSError as exc:
                 error = exc
             else:
-                logger.info("manifest for seed %r: %s", frontier.seed_id, path)
+                logger.info(
+                    "manifest for seed %r: %s",
+                    frontier.seed_id,
+                    path,
+                    extra={"seed": frontier.seed_id},
+                )
                 inc(self.crawler.stats, "manifest/written")
                 self._write_skipped(path, frontier)
                 self._written(frontier.seed_id, path)
