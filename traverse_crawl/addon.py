@@ -17,6 +17,7 @@ from scrapy.settings import default_settings as scrapy_defaults
 from scrapy.utils.misc import load_object
 
 from traverse_crawl.config.settings import DEFAULTS, TraverseConfig
+from traverse_crawl.operations import json_log
 from traverse_crawl.rendering.addon import update_render_settings
 from traverse_crawl.runtime import log_redaction
 
@@ -150,6 +151,8 @@ EXTENSIONS: dict[str, int | None] = {
     "traverse_crawl.operations.stats_file.StatsFileExtension": 520,
     # Something lost (traverse/lost, a feed not stored): `scrapy crawl` exits 1.
     "traverse_crawl.operations.exit_status.LostResultsExitStatus": 530,
+    # TRAVERSE_LOG_FORMAT=json: the seed id of the request a log line is about.
+    "traverse_crawl.operations.json_log.SeedNames": 540,
 }
 
 
@@ -178,8 +181,11 @@ class Addon:
         # exists; every plain default is set here too, so the process and its
         # crawlers see the same values.
         _set_defaults(settings)
-        # Before the process logs anything: a password in a URL (a seed's, REDIS_URL's
-        # in "Overridden settings", a link's in an item dump) is never printed.
+        # Before the process builds its log handler: JSON from the first line.
+        json_log.install(settings)
+        # Then, around whichever formatter that gives, before the process logs
+        # anything: a password in a URL (a seed's, REDIS_URL's, a link's in an item
+        # dump) is never printed.
         log_redaction.install()
 
     def update_settings(self, settings: BaseSettings) -> None:

@@ -149,6 +149,7 @@ def test_pipelines_extensions_handler_and_scheduler():
         "traverse_crawl.crawl.progress_extension.ProgressExtension",
         "traverse_crawl.operations.stats_file.StatsFileExtension",
         "traverse_crawl.operations.exit_status.LostResultsExitStatus",
+        "traverse_crawl.operations.json_log.SeedNames",
     ]
     assert "scrapy.extensions.spiderstate.SpiderState" not in extensions
     # Left out of the base itself: Scrapy imports every base key, None or not.

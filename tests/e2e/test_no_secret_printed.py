@@ -91,6 +91,22 @@ def test_no_password_in_debug_log_stats_report_or_warcinfo(server, tmp_path):
     assert_no_secret(report.stderr, "the report command's errors")
 
 
+def test_no_password_in_json_log_lines(server, tmp_path):
+    seed = site(server)
+    run = scrapy(
+        "crawl", "traverse", "-a", f"url={seed}", *crawl_args(tmp_path, server.origin),
+        "-s", "LOG_LEVEL=DEBUG", "-s", "TRAVERSE_LOG_FORMAT=json",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    lines = [json.loads(line) for line in run.stderr.splitlines()]
+    assert_no_secret(run.stderr, "the JSON log")
+    # The fields that say what a line is about are kept, masked.
+    scraped = [line for line in lines if line["message"].startswith("Scraped from")]
+    assert len(scraped) == 3
+    assert all(line["url"].startswith(server.origin) for line in scraped)
+    assert {line.get("seed") for line in scraped} == {seed.replace(SECRET, "***")}
+
+
 def test_a_source_id_keeps_the_password_out_of_the_manifest_name(server, tmp_path):
     seed = site(server)
     run = scrapy(

@@ -40,14 +40,14 @@ ADAPTERS = frozenset({PACKAGE}) | frozenset(
     fetch.handler
     fetch.http_error_middleware fetch.request fetch.tls_middleware
     fetch.userinfo_middleware
-    jobdir.pipeline manifests.pipeline operations.exit_status operations.metrics
-    operations.stats_file
+    jobdir.pipeline manifests.pipeline operations.exit_status operations.json_log
+    operations.metrics operations.stats_file
     politeness.delay_middleware politeness.delay_slot politeness.redirect_middleware
     politeness.retry_middleware politeness.robots_middleware
     rendering.addon rendering.browser rendering.handler rendering.middleware
     rendering.navigation rendering.pageguard rendering.response rendering.settle
     replay.middleware
-    runtime.heap_extension runtime.log_level_extension runtime.process_wide
+    runtime.heap_extension runtime.log_level_extension runtime.log_redaction runtime.process_wide
     runtime.refill_extension
     sitemaps.requests snapshots.capture_middleware
     snapshots.pipeline snapshots.revalidate_middleware warc.extension

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+from typing import get_args
 
 from scrapy.commands import ScrapyHelpFormatter
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
@@ -18,9 +19,10 @@ from scrapy.exceptions import UsageError
 from scrapy.settings import BaseSettings
 
 from traverse_crawl.config.scrapy_settings import parse_log_level
-from traverse_crawl.config.settings import TraverseConfig
+from traverse_crawl.config.settings import LogFormat, TraverseConfig, parse_choice
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.jobdir.pipeline import jobdir_path, resolve_seeds
+from traverse_crawl.operations import json_log
 from traverse_crawl.operations.exit_status import lost_count
 from traverse_crawl.rendering.addon import check_render
 from traverse_crawl.utils.redact import redact_text
@@ -81,14 +83,25 @@ class Command(ScrapyCrawlCommand):
         parser.formatter_class = _KeepLines
 
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
-        super().process_options(args, opts)
-        # Scrapy configures logging with LOG_LEVEL before run(): a bad level
-        # would end in a traceback there.
-        if self.settings is not None and args and args[0] == "traverse":
-            try:
-                parse_log_level("LOG_LEVEL", self.settings.get("LOG_LEVEL"))
-            except ConfigError as exc:
-                raise UsageError(redact_text(str(exc)), print_help=False) from None
+        try:
+            super().process_options(args, opts)
+            # Scrapy configures logging with LOG_LEVEL before run(): a bad level
+            # would end in a traceback there.
+            if self.settings is not None and args and args[0] == "traverse":
+                try:
+                    parse_log_level("LOG_LEVEL", self.settings.get("LOG_LEVEL"))
+                    parse_choice(
+                        "TRAVERSE_LOG_FORMAT",
+                        self.settings.get("TRAVERSE_LOG_FORMAT", "text"),
+                        get_args(LogFormat),
+                    )
+                except ConfigError as exc:
+                    raise UsageError(redact_text(str(exc)), print_help=False) from None
+        except UsageError as exc:
+            if self.settings is None or not json_log.is_json(self.settings) or not str(exc):
+                raise
+            json_log.write_error(str(exc))  # no log handler exists yet
+            raise SystemExit(2) from None
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         settings = self.settings
@@ -96,6 +109,10 @@ class Command(ScrapyCrawlCommand):
             try:
                 check(settings, opts.spargs)
             except ConfigError as exc:
+                if json_log.is_json(settings):  # the line goes to the log handler, as JSON
+                    logger.error("%s", exc)
+                    self.exitcode = 2
+                    return
                 if settings.get("LOG_FILE"):  # scrapyd: stderr is not the job log
                     logger.error("%s", exc)
                 raise UsageError(redact_text(str(exc)), print_help=False) from None

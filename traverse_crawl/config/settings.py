@@ -35,6 +35,7 @@ Mode = Literal["live", "capture", "replay"]
 RenderPolicy = Literal["never", "always", "on-shell-warning"]
 SitemapMode = Literal["off", "robots", "auto"]
 ProgressMode = Literal["auto", "off"]
+LogFormat = Literal["text", "json"]
 MAX_RETRIES = 5
 
 T = TypeVar("T")
@@ -270,6 +271,8 @@ FIELDS: dict[str, Field] = {
     # is False. False (intranets, tests) adds a page warning (fetch/tls_middleware.py).
     "tls_verify": Field("DOWNLOAD_VERIFY_CERTIFICATES", True, parse_bool),
     "progress": Field("TRAVERSE_PROGRESS", "auto", choice(get_args(ProgressMode))),
+    # json: one JSON object per log line (operations/json_log.py)
+    "log_format": Field("TRAVERSE_LOG_FORMAT", "text", choice(get_args(LogFormat))),
     # Replay reads pages ahead in a process of its own (replay/reader_process.py);
     # False: in the crawl.
     "replay_reader": Field("TRAVERSE_REPLAY_READER", True, parse_bool),
@@ -321,6 +324,7 @@ class TraverseConfig:
     max_links_per_page: int
     tls_verify: bool
     progress: ProgressMode
+    log_format: LogFormat
     replay_reader: bool
     source_id: str
     item_source_field: str

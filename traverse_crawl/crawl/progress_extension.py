@@ -32,8 +32,11 @@ MAX_ROWS = 20  # running seeds shown at once; the rest are counted in the totals
 
 class ProgressExtension:
     def __init__(self, crawler: Crawler) -> None:
-        if get_config(crawler).progress == "off":
+        config = get_config(crawler)
+        if config.progress == "off":
             raise NotConfigured
+        # JSON logs: stderr is all JSON lines, so the progress is logged, never drawn.
+        self.live = config.log_format == "text"
         self.crawler = crawler
         self.interval = crawler.settings.getfloat("LOGSTATS_INTERVAL")
         # The seeds' frontiers (a distributed worker's are local views and not
@@ -54,7 +57,7 @@ class ProgressExtension:
 
     def spider_opened(self, spider: Spider) -> None:
         self.started = time.monotonic()
-        if sys.stderr.isatty():
+        if self.live and sys.stderr.isatty():
             self.display = LiveDisplay()
             self.loop = LoopingCall(self.refresh)
             self.loop.start(REFRESH, now=False)

@@ -208,7 +208,11 @@ class TraverseSpider(Spider):
         try:
             outcome, snapshot = await self._outcome(self.frontiers[key], index, response)
         except Exception as exc:  # a bug must not leave the page, and its seed, unrecorded
-            logger.exception("unexpected error while processing %s", response.url)
+            logger.exception(
+                "unexpected error while processing %s",
+                response.url,
+                extra={"seed": self.frontiers[key].seed_id, "url": response.url},
+            )
             inc(self.crawler.stats, "frontier/unexpected_error")
             message = f"unexpected error while processing the response from {response.url}: {exc}"
             outcome = Outcome(fetch_record(meta, FetchError("network", message)))
@@ -343,7 +347,12 @@ class TraverseSpider(Spider):
         error = fetch_error_from_failure(
             failure, request, self.config.download_timeout, self.config.download_maxsize
         )
-        logger.debug("page failed: %s (%s)", request.url, error.kind)
+        logger.debug(
+            "page failed: %s (%s)",
+            request.url,
+            error.kind,
+            extra={"seed": self.frontiers[meta[SEED]].seed_id, "url": request.url},
+        )
         outcome = Outcome(fetch_record(meta, error))
         return self._finish(meta[SEED], meta[INDEX], outcome)
 

@@ -125,6 +125,7 @@ class ManifestPipeline:
                     "manifest for seed %r: %s",
                     frontier.seed_id,
                     shown_manifest_path(self.directory, frontier.seed_id),
+                    extra={"seed": frontier.seed_id},
                 )
                 inc(self.crawler.stats, "manifest/written")
                 self._write_skipped(path, frontier)

@@ -36,6 +36,7 @@ from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.stats import inc
 from traverse_crawl.version import __version__
 from traverse_crawl.warc import records as warc
+from traverse_crawl.warc.digests import migrate
 from traverse_crawl.warc.export import metadata_fields
 from traverse_crawl.warc.writer import Exchange, Metadata, RawHeaders, WriterProcess
 
@@ -68,8 +69,19 @@ class WarcWriterExtension:
         self.directory = config.warc_dir
         info = {name: crawler.settings.get(name) for name in _INFO_SETTINGS}
         software = f"traverse_crawl/{__version__} (Scrapy, warcio)"
+        try:
+            moved = migrate(config.warc_dir, config.store)
+        except OSError as exc:  # the writer still reads it where it is
+            logger.warning("could not move the payload digests out of %s: %s", config.warc_dir, exc)
+        else:
+            if moved:
+                logger.info("moved %s into TRAVERSE_STORE %s", moved, config.store)
         self.writer = WriterProcess(
-            config.warc_dir, "traverse", config.warc_max_size, warc.info_fields(software, info)
+            config.warc_dir,
+            "traverse",
+            config.warc_max_size,
+            warc.info_fields(software, info),
+            config.store,
         )
         self.keys = itertools.count()
         self.last_response: dict[str, tuple[int, str]] = {}  # page id -> exchange key, URL

@@ -93,10 +93,16 @@ class Writer:
     """The child's side: what the extension's writer thread did before."""
 
     def __init__(
-        self, directory: str, prefix: str, max_size: int, info: dict[str, str], pid: int
+        self,
+        directory: str,
+        prefix: str,
+        max_size: int,
+        info: dict[str, str],
+        pid: int,
+        store: str,
     ) -> None:
         self.files = warc.RollingWarcFiles(directory, prefix, max_size, info, pid)
-        self.digests = DigestIndex(directory)
+        self.digests = DigestIndex(store, directory)  # kept in the store, not among the WARCs
         self.pages: dict[int, tuple[str, warc.Written | None]] = {}  # key -> response written
         self.summary = Summary()
 
@@ -186,7 +192,9 @@ def main() -> None:
 class WriterProcess:
     """The crawl's side: start the child, send it jobs, collect its summary."""
 
-    def __init__(self, directory: str, prefix: str, max_size: int, info: dict[str, str]) -> None:
+    def __init__(
+        self, directory: str, prefix: str, max_size: int, info: dict[str, str], store: str
+    ) -> None:
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
@@ -203,6 +211,7 @@ class WriterProcess:
             "max_size": max_size,
             "info": info,
             "pid": os.getpid(),
+            "store": os.path.abspath(store),
         }
         self.send(config)
 

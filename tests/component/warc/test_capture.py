@@ -14,7 +14,16 @@ import pytest_twisted
 from warcio.archiveiterator import ArchiveIterator
 
 from tests.support.server import Handler, Reply, Server
-from tests.support.warctools import pywb, pywb_cdx, replayed, warc_files, warcio_check, warcio_index
+from tests.support.warctools import (
+    WARCIO,
+    pywb,
+    pywb_cdx,
+    replayed,
+    run,
+    warc_files,
+    warcio_check,
+    warcio_index,
+)
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8
 GZ_HTML = ("<p>" + "a gzip-encoded page " * 300 + "</p>").encode()
@@ -232,3 +241,59 @@ async def test_a_failing_warc_disk_never_stops_the_capture(server, crawl, tmp_pa
     )
     assert not (tmp_path / "not-a-directory" / "warc").exists()
     assert os.path.isfile(blocker)
+
+
+GZ_ETAG_HTML = ("<p>" + "validated, and sent gzip-encoded " * 100 + "</p>").encode()
+
+
+def etag_gz_page(handler: Handler) -> Reply:
+    if handler.headers.get("If-None-Match") == '"g1"':
+        return Reply(304, b"", headers={"ETag": '"g1"'}, content_type=None)
+    headers = {"ETag": '"g1"', "Content-Encoding": "gzip"}
+    return Reply(body=gzip.compress(GZ_ETAG_HTML, mtime=0), headers=headers)
+
+
+@pytest.mark.pywb
+@pytest.mark.parametrize("old_folder", [False, True], ids=["new", "old-folder-migrated"])
+@pytest_twisted.ensureDeferred
+async def test_a_revalidating_recapture_leaves_a_folder_of_warc_files_only(
+    server, crawl, tmp_path, old_folder, caplog
+):
+    caplog.set_level("INFO", logger="traverse_crawl.warc.extension")
+    # A gzip-encoded page: its payload's SHA-1 is not the stored body's, so pywb
+    # finds the revisit's original only by the digest the writer kept.
+    server.site({"/home.html": '<a href="etag.html">gz</a>'})
+    server.routes["/etag.html"] = etag_gz_page
+    url = server.url("/etag.html")
+    warc_dir, kept = tmp_path / "warc", tmp_path / "store" / "traverse-payload-digests.jsonl"
+    settings: dict[str, Any] = {"TRAVERSE_WARC_DIR": str(warc_dir), "TRAVERSE_REVALIDATE": True}
+    await crawl(settings=settings, url=server.url("/home.html"), source_id="s")
+    assert [p.suffixes[-2:] for p in warc_dir.iterdir()] == [[".warc", ".gz"]]
+    assert url in kept.read_text()
+    if old_folder:  # as earlier versions left it: the digests among the WARC files
+        kept.rename(warc_dir / kept.name)
+
+    time.sleep(1.1)  # pywb's index has second resolution (see above)
+    second = await crawl(settings=settings, url=server.url("/home.html"), source_id="s")
+    assert second.stats["warc/revisits"] == 1
+    everything = sorted(warc_dir.iterdir())  # DIR/*
+    assert len(everything) == 2
+    assert all(p.name.endswith(".warc.gz") for p in everything)
+    assert url in kept.read_text()
+    moved = [r.getMessage() for r in caplog.records if r.getMessage().startswith("moved ")]
+    assert moved == (
+        [f"moved {warc_dir / kept.name} into TRAVERSE_STORE {kept.parent}"] if old_folder else []
+    )
+    run(WARCIO, "check", "-v", *everything)
+
+    server.shutdown()
+    with pywb(tmp_path / "pywb", "again", *everything) as prefix:
+        added = tmp_path / "pywb" / "collections" / "again" / "archive"
+        assert sorted(p.name for p in added.iterdir()) == [p.name for p in everything]
+        original, revisit = pywb_cdx(prefix, url)
+        assert revisit["orig.filename"] == original["filename"] == everything[0].name
+        assert revisit["orig.offset"] == original["offset"]
+        # At its own date pywb serves the revisit with the 304's status, which
+        # carries no body over HTTP; the payload it resolved it to is the original's.
+        assert replayed(prefix, url, revisit["timestamp"]) == (304, b"")
+        assert replayed(prefix, url, original["timestamp"]) == (200, GZ_ETAG_HTML)
