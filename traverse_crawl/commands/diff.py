@@ -1,9 +1,11 @@
 """``scrapy diff OLD NEW``: what changed between two crawls (docs/reports.md).
 
 OLD and NEW are manifests or manifest directories; the classes are
-``reports/diff.py``'s. Exit status 0, or with ``--exit-code`` 1 when anything differs;
-2, with one ``error:`` line naming the file, for an unreadable or non-manifest input.
-Needs no store, except for ``--bodies`` (``TRAVERSE_STORE``).
+``reports/diff.py``'s. With ``--items``, they are items files or directories of them,
+and the classes ``reports/items_diff.py``'s. Exit status 0, or with ``--exit-code`` 1
+when anything differs; 2, with one ``error:`` line naming the file, for an unreadable
+or non-manifest input (with ``--items``: an unreadable file; a line that is not an
+item is a ``warning:`` line). Needs no store, except for ``--bodies`` (``TRAVERSE_STORE``).
 """
 
 from __future__ import annotations
@@ -20,10 +22,13 @@ from traverse_crawl.commands.common import open_store, write_text
 from traverse_crawl.fetch.exceptions import CommandFailed
 from traverse_crawl.manifests.read import ManifestError, load_all, stored_snapshot
 from traverse_crawl.reports import diff as difflib_
+from traverse_crawl.reports import items_diff
+from traverse_crawl.reports.items_file import ItemsError, items_files
 from traverse_crawl.snapshots.model import BINARY_TYPES
 from traverse_crawl.snapshots.store import FilesystemSnapshotStore
 
 DEFAULT_BODY_LINES = 40
+OUTPUT_CHUNK = 2**16  # characters of output gathered before one write
 
 
 class Command(ScrapyCommand):
@@ -32,20 +37,30 @@ class Command(ScrapyCommand):
     default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
 
     def syntax(self) -> str:
-        return "[options] <old manifest or dir> <new manifest or dir>"
+        return (
+            "[options] <old manifest or dir> <new manifest or dir> (--items: items files or dirs)"
+        )
 
     def short_desc(self) -> str:
-        return "Show which pages were added, removed, changed, failed or recovered"
+        return "Show which pages (or, with --items, items) were added, removed, changed..."
 
     def long_desc(self) -> str:
         return (
             "Compare two crawls' manifests (files or manifest directories, seeds matched "
             "by id): each URL is added, removed, changed, unchanged, failed or recovered. "
-            "Prints the counts, then the URLs of each class except unchanged."
+            "Prints the counts, then the URLs of each class except unchanged. With "
+            "--items, compare two items files (or directories of them): items matched by "
+            "type, URL and order on the page are added, removed, changed or unchanged, "
+            "and each changed item's fields are shown old -> new."
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
+        parser.add_argument(
+            "--items",
+            action="store_true",
+            help="OLD and NEW are items files or directories: compare the extracted items",
+        )
         parser.add_argument("--json", action="store_true", help="print one JSON object")
         parser.add_argument(
             "--exit-code", action="store_true", help="exit 1 when anything differs, else 0"
@@ -65,9 +80,17 @@ class Command(ScrapyCommand):
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 2:
-            raise UsageError("give OLD and NEW: two manifests or manifest directories")
+            what = (
+                "items files or directories" if opts.items else "manifests or manifest directories"
+            )
+            raise UsageError(f"give OLD and NEW: two {what}")
         if opts.bodies_lines < 1:
             raise UsageError("--bodies-lines must be at least 1")
+        if opts.items:
+            if opts.bodies:
+                raise UsageError("--bodies compares pages: leave it out with --items")
+            self._items(args[0], args[1], opts)
+            return
         try:
             old, new = load_all([args[0]]), load_all([args[1]])
         except ManifestError as exc:
@@ -82,6 +105,31 @@ class Command(ScrapyCommand):
             text = difflib_.to_text(changes, bodies)
         write_text(sys.stdout, text)
         if opts.exit_code and difflib_.differs(changes):
+            self.exitcode = 1
+
+    def _items(self, old_path: str, new_path: str, opts: argparse.Namespace) -> None:
+        try:
+            old, new = items_files([old_path]), items_files([new_path])
+        except ItemsError as exc:
+            write_text(sys.stderr, f"error: {exc}\n")
+            self.exitcode = 2
+            return
+
+        def warn(text: str) -> None:
+            write_text(sys.stderr, f"warning: {text}\n")
+
+        changes = items_diff.compare(old, new, warn)
+        render = items_diff.to_json if opts.json else items_diff.to_text
+        pending: list[str] = []
+        size = 0
+        for piece in render(changes, warn):  # streamed: the output is as large as the data
+            pending.append(piece)
+            size += len(piece)
+            if size >= OUTPUT_CHUNK:
+                write_text(sys.stdout, "".join(pending))
+                pending, size = [], 0
+        write_text(sys.stdout, "".join(pending))
+        if opts.exit_code and changes.differs():
             self.exitcode = 1
 
     def _bodies(self, changes: list[difflib_.Change], max_lines: int) -> dict[int, list[str]]:
