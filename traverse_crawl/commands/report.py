@@ -1,7 +1,9 @@
 """``scrapy report MANIFEST_OR_DIR ... -o report.html``: a crawl as one HTML page (docs/reports.md).
 
 The file is self-contained (``reports/html.py``): it opens from disk in any browser
-and makes no request. The store is read only for manifests written without the
+and makes no request. A seed's items file (``NAME.jsonl`` for the manifest
+``NAME.json``, beside the manifest or in ``TRAVERSE_ITEMS_DIR``) adds its items per
+type and the fields most often missing. The store is read only for manifests written without the
 optional ``discoveredFrom``/``bodySize`` fields (Traverse's own, or older ones).
 Exit status 0; 2 with one ``error:`` line naming the file for an unreadable or
 non-manifest input; 1 when the report cannot be written.
@@ -25,7 +27,16 @@ from traverse_crawl.fetch.exceptions import CommandFailed
 from traverse_crawl.manifests.read import ManifestError, load_all, skipped_path, stored_snapshot
 from traverse_crawl.reports import diff
 from traverse_crawl.reports import html as reporthtml
-from traverse_crawl.reports.model import Skipped, build_seed, derive_parents, ok, skipped_summary
+from traverse_crawl.reports.items_file import DEFAULT_ITEMS_DIR, items_path, scan
+from traverse_crawl.reports.model import (
+    ItemsSummary,
+    Skipped,
+    build_seed,
+    derive_parents,
+    items_summary,
+    ok,
+    skipped_summary,
+)
 from traverse_crawl.snapshots.model import body_size
 from traverse_crawl.snapshots.store import FilesystemSnapshotStore, shown_name
 from traverse_crawl.utils.atomic import atomic_write_text
@@ -65,6 +76,7 @@ class Command(ScrapyCommand):
             self.exitcode = 2
             return
         store = self._store()
+        items_dir = items_directory(self.settings)
         seeds = []
         # A manifest named after a seed id that holds a URL's password is shown by a
         # glob of its name (docs/snapshots.md): the report is shared beyond the crawl.
@@ -84,6 +96,7 @@ class Command(ScrapyCommand):
             seed = build_seed(manifest.data, shown(manifest.path), changes)
             seed.notes.extend(notes)
             seed.skipped = read_skipped(manifest.path, shown)
+            seed.items = read_items(manifest.path, manifest.data, items_dir, shown)
             seeds.append(seed)
         against = [shown(path) for path in opts.against] if opts.against else opts.against
         html = reporthtml.page(seeds, [shown(m.path) for m in loaded], against)
@@ -113,6 +126,32 @@ def read_skipped(manifest_path: str, shown: Callable[[str], str]) -> Skipped | N
     except OSError as exc:
         write_text(sys.stderr, f"warning: cannot read {shown(path)}: {exc.strerror or exc}\n")
         return None
+
+
+def items_directory(settings: Any) -> str:
+    """``TRAVERSE_ITEMS_DIR``, read as the crawl reads it; only looked in, never written."""
+    value = settings.get("TRAVERSE_ITEMS_DIR") if settings is not None else None
+    return str(value) if value is not None and str(value).strip() else DEFAULT_ITEMS_DIR
+
+
+def read_items(
+    manifest_path: str, manifest: dict[str, Any], items_dir: str, shown: Callable[[str], str]
+) -> ItemsSummary | None:
+    """The counts of the seed's items file: ``NAME.jsonl`` beside the manifest
+    ``NAME.json`` (a crawl kept together), else in ``TRAVERSE_ITEMS_DIR``."""
+    if not manifest_path.endswith(".json"):
+        return None
+    beside = items_path(manifest_path)
+    for path in (beside, os.path.join(items_dir, os.path.basename(beside))):
+        if not os.path.isfile(path):
+            continue
+        try:
+            with open(path, "rb") as handle:
+                return items_summary(scan(handle), manifest, shown(path))
+        except OSError as exc:
+            write_text(sys.stderr, f"warning: cannot read {shown(path)}: {exc.strerror or exc}\n")
+            return None
+    return None
 
 
 def enrich(manifest: dict[str, Any], store: FilesystemSnapshotStore | None) -> list[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from traverse_crawl.reports import svg as reportsvg
 from traverse_crawl.reports.diff import KINDS, Change, counts
-from traverse_crawl.reports.model import SeedReport, Skipped
+from traverse_crawl.reports.model import OTHER, ItemsSummary, SeedReport, Skipped
 from traverse_crawl.reports.svg import esc
 
 CSS = """
@@ -111,6 +111,8 @@ def seed_section(index: int, seed: SeedReport) -> str:
     ]
     if seed.skipped is not None:
         parts.append(skipped_section(seed.skipped))
+    if seed.items is not None:
+        parts.append(items_section(seed.items))
     if seed.changes is not None:
         parts.append(changes_section(seed.changes))
     parts.append("</section>")
@@ -181,6 +183,51 @@ def skipped_section(skipped: Skipped) -> str:
     if skipped.unreadable:
         parts.append(f'<p class="note">{skipped.unreadable} line(s) could not be read.</p>')
     return "".join(parts)
+
+
+def items_section(items: ItemsSummary) -> str:
+    """The seed's extracted items: how many of each type, which fields matched nothing."""
+    parts = [
+        f'<h3>Extracted items (<span class="items-total">{items.total}</span>)</h3>',
+        f'<p class="note">From {esc(items.source)}: {items.pages} of the manifest\'s '
+        f"{items.html_pages} html page(s) yielded items.</p>",
+    ]
+    if not items.total:
+        parts.append('<p class="empty">No items.</p>')
+    else:
+        parts.append('<div class="totals">')
+        parts.append(totals_table("Item type", items.by_type, "items", "items"))
+        parts.append(missing_table(items))
+        parts.append("</div>")
+    notes = []
+    if items.foreign:
+        notes.append(
+            f"{items.foreign} item(s) come from snapshots this manifest does not name: the "
+            "file may be another crawl's, or extracted before the pages were captured again "
+            "(scrapy extract writes it afresh)."
+        )
+    if items.capped:
+        notes.append(
+            f"More distinct types or fields than are counted one by one: the rest are {OTHER}."
+        )
+    if items.unreadable:
+        notes.append(f"{items.unreadable} line(s) could not be read.")
+    parts.extend(f'<p class="note">{esc(n)}</p>' for n in notes)
+    return "".join(parts)
+
+
+def missing_table(items: ItemsSummary) -> str:
+    if not items.most_missing:
+        return '<p class="empty items-missing">Every field matched on every item.</p>'
+    rows = "".join(
+        f'<tr><td>{esc(kind)}</td><td>{esc(name)}</td><td class="n">{n}</td>'
+        f'<td class="n">{f"{100 * n / of:.0f} %" if 0 < n <= of else ""}</td></tr>'
+        for kind, name, n, of in items.most_missing
+    )
+    return (
+        '<table class="items-missing"><tr><th>Type</th><th>Field most often missing</th>'
+        f"<th>items</th><th>of the type</th></tr>{rows}</table>"
+    )
 
 
 def changes_section(changes: list[Change]) -> str:

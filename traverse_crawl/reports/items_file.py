@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
+DEFAULT_ITEMS_DIR = ".traverse/items"  # TRAVERSE_ITEMS_DIR's default (docs/settings.md)
 MAX_LINE_BYTES = 64 * 2**20  # one item's line: past this, the line is skipped
 MAX_WARNINGS = 10  # warning lines per file; the rest are counted in one more line
 CHUNK = 2**20  # bytes read at a time while skipping the rest of an over-long line
@@ -124,8 +125,21 @@ def _lines(handle: IO[bytes]) -> Iterator[tuple[int, int, bytes | None]]:
         yield start, number, raw
 
 
+def scan(handle: IO[bytes]) -> Iterator[Line | str]:
+    """Each line of an open items file: its item, or why it is not one. Blank lines
+    (a trailing newline, a hand-edited file) are skipped silently."""
+    for offset, number, raw in _lines(handle):
+        if raw is None:
+            yield f"{number}: longer than {MAX_LINE_BYTES} bytes"
+        elif raw.strip():
+            parsed = parse_line(raw)
+            yield (
+                Line(offset, number, parsed) if isinstance(parsed, dict) else f"{number}: {parsed}"
+            )
+
+
 def read_items(path: str, warn: Warn | None) -> Iterator[Line]:
-    """The items of one file in line order; blank lines are skipped silently.
+    """The items of one file in line order.
 
     ``warn`` gets one line per line that is not an item (``FILE:LINE: reason``), at
     most ``MAX_WARNINGS``, then one line counting the rest. ``None``: no warnings (a
@@ -140,16 +154,13 @@ def read_items(path: str, warn: Warn | None) -> Iterator[Line]:
             warn(f"{path}: cannot read: {exc.strerror or exc}")
         return
     with handle:
-        for offset, number, raw in _lines(handle):
-            if raw is not None and not raw.strip():
+        for entry in scan(handle):
+            if isinstance(entry, Line):
+                yield entry
                 continue
-            parsed = parse_line(raw) if raw is not None else f"longer than {MAX_LINE_BYTES} bytes"
-            if isinstance(parsed, str):
-                bad += 1
-                if warn is not None and bad <= MAX_WARNINGS:
-                    warn(f"{path}:{number}: not an item: {parsed}; line skipped")
-                continue
-            yield Line(offset, number, parsed)
+            bad += 1
+            if warn is not None and bad <= MAX_WARNINGS:
+                warn(f"{path}:{entry.replace(': ', ': not an item: ', 1)}; line skipped")
     if warn is not None and bad > MAX_WARNINGS:
         warn(f"{path}: {bad - MAX_WARNINGS} more line(s) that are not items skipped")
 

@@ -3,7 +3,8 @@
 Built from one manifest (and, with ``--against``, that seed's diff) into plain values
 that ``reports/html.py`` renders: totals by outcome kind, HTTP status and content type;
 ok/failed pages per depth; the BFS tree; the largest pages; the warnings; the changes;
-with a ``.skipped.jsonl`` beside the manifest, the links not followed by reason.
+with a ``.skipped.jsonl`` beside the manifest, the links not followed by reason; with
+the seed's items file, the items per type and the fields most often missing.
 """
 
 from __future__ import annotations
@@ -16,9 +17,15 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from traverse_crawl.reports.diff import Change, outcome_text
+from traverse_crawl.reports.items_file import Line
 
 LARGEST = 10  # rows of the "largest pages" table
 TOP_HOSTS = 10  # rows of the "skipped off-origin hosts" table
+TOP_MISSING = 10  # rows of the "fields most often missing" table
+# Distinct item types, and (type, field) pairs, counted one by one; past this (a
+# hand-made or hostile file), the rest are counted together as OTHER.
+MAX_NAMES = 1_000
+OTHER = "(other)"
 
 
 @dataclass(frozen=True)
@@ -30,6 +37,22 @@ class Skipped:
     by_reason: list[tuple[str, int]]
     top_hosts: list[tuple[str, int]]  # off-origin links by host, most first
     unreadable: int  # lines that are not a skipped URL (a hand-edited file)
+
+
+@dataclass(frozen=True)
+class ItemsSummary:
+    """A seed's items file, counted: never held whole."""
+
+    source: str
+    total: int
+    by_type: list[tuple[str, int]]
+    # type, field, items of that type missing it, items of that type; most first
+    most_missing: list[tuple[str, str, int, int]]
+    pages: int  # manifest pages that yielded at least one item
+    html_pages: int  # manifest pages with an html snapshot: those extraction reads
+    foreign: int  # items whose sourceRef is not one of the manifest's snapshots
+    unreadable: int  # lines that are not an item
+    capped: bool  # more distinct names than MAX_NAMES: some counted as OTHER
 
 
 @dataclass(frozen=True)
@@ -63,6 +86,7 @@ class SeedReport:
     changes: list[Change] | None = None
     notes: list[str] = field(default_factory=list)
     skipped: Skipped | None = None
+    items: ItemsSummary | None = None
 
     @property
     def pages(self) -> int:
@@ -95,6 +119,69 @@ def skipped_summary(lines: Iterable[bytes | str], source: str) -> Skipped:
             hosts[urlsplit(str(url)).hostname or "?"] += 1
     return Skipped(
         source, sum(reasons.values()), _ranked(reasons), _ranked(hosts)[:TOP_HOSTS], unreadable
+    )
+
+
+def _bounded_name(counter: Counter[Any], name: Any) -> tuple[Any, bool]:
+    """``name``, or OTHER once ``counter`` tracks MAX_NAMES names; and whether capped."""
+    if name in counter or len(counter) < MAX_NAMES:
+        return name, False
+    return (OTHER if isinstance(name, str) else (OTHER, OTHER)), True
+
+
+def items_summary(
+    entries: Iterable[Line | str], manifest: dict[str, Any], source: str
+) -> ItemsSummary:
+    """Items per type and fields most often missing, one line at a time.
+
+    ``entries`` are an items file's lines as ``reports/items_file.scan`` reads them:
+    an item, or why the line is not one (counted as unreadable). An item is counted
+    as the manifest's when its ``sourceRef`` is one of the manifest's pages'; the
+    others are ``foreign`` (an items file of another crawl, or extracted from older
+    snapshots).
+    """
+    refs = {p["sourceRef"] for p in manifest["pages"] if isinstance(p.get("sourceRef"), str)}
+    types: Counter[str] = Counter()
+    missing: Counter[tuple[str, str]] = Counter()
+    yielded: set[str] = set()  # a subset of refs: bounded by the manifest
+    foreign = unreadable = 0
+    capped = False
+    for entry in entries:
+        if not isinstance(entry, Line):
+            unreadable += 1
+            continue
+        item = entry.item
+        name, over = _bounded_name(types, item["type"])
+        capped |= over
+        types[name] += 1
+        for field_name in dict.fromkeys(str(f) for f in item.get("missing", ())):
+            key, over = _bounded_name(missing, (name, field_name))
+            capped |= over
+            missing[key] += 1
+        ref = item.get("sourceRef")
+        if isinstance(ref, str) and ref in refs:
+            yielded.add(ref)
+        elif refs:
+            foreign += 1
+    # Most items first; of as many, the larger share of its type's items; then by name.
+    most = sorted(
+        missing.items(), key=lambda kv: (-kv[1], -kv[1] / max(types[kv[0][0]], 1), kv[0])
+    )[:TOP_MISSING]
+    html = sum(
+        1
+        for p in manifest["pages"]
+        if ok(p) and p["fetch"]["snapshot"].get("contentType") == "html"
+    )
+    return ItemsSummary(
+        source=source,
+        total=sum(types.values()),
+        by_type=_ranked(types),
+        most_missing=[(t, f, n, types[t]) for (t, f), n in most],
+        pages=len(yielded),
+        html_pages=html,
+        foreign=foreign,
+        unreadable=unreadable,
+        capped=capped,
     )
 
 
