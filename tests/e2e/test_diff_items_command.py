@@ -144,6 +144,7 @@ def test_a_line_that_is_not_an_item_is_one_warning_line(crawls):
     [
         (lambda p: p / "nope.jsonl", "cannot read: No such file or directory"),
         (lambda p: (p / "empty").mkdir() or p / "empty", "directory holds no items file (*.jsonl)"),
+        (lambda p: Path("/dev/null"), "not a regular file"),  # as a pipe: not read twice
     ],
 )
 def test_unreadable_input_exits_2_naming_it(crawls, tmp_path, make, reason):

@@ -63,6 +63,8 @@ def items_files(arguments: list[str]) -> list[str]:
                     pass
             except OSError as exc:
                 raise ItemsError(argument, f"cannot read: {exc.strerror or exc}") from None
+            if not os.path.isfile(argument):  # items are read again by offset: no pipe
+                raise ItemsError(argument, "not a regular file")
             out.append(argument)
     return out
 
