@@ -22,6 +22,7 @@ from typing import IO, Any
 DEFAULT_ITEMS_DIR = ".traverse/items"  # TRAVERSE_ITEMS_DIR's default (docs/settings.md)
 MAX_LINE_BYTES = 64 * 2**20  # one item's line: past this, the line is skipped
 MAX_WARNINGS = 10  # warning lines per file; the rest are counted in one more line
+MAX_DEPTH = 100  # nesting of a field value (an extracted value is a scalar or a list of them)
 CHUNK = 2**20  # bytes read at a time while skipping the rest of an over-long line
 
 Item = dict[str, Any]
@@ -82,10 +83,28 @@ def item_problem(data: Any) -> str | None:
             return f"no {key}"
     if not isinstance(data.get("fields"), dict):
         return "no fields object"
+    if _deeper_than(data["fields"], MAX_DEPTH):
+        return f"fields nested deeper than {MAX_DEPTH} levels"
     missing = data.get("missing", [])
     if not isinstance(missing, list) or not all(isinstance(m, str) for m in missing):
         return "missing is not a list of strings"
     return None
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether lists and objects nest past ``limit`` levels: without recursion, so
+    that a hostile value can neither exhaust the stack here nor later, when the
+    readers compare or print it (``json.dumps`` recurses)."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (list, dict)):
+            if depth > limit:
+                return True
+            stack.extend(
+                (child, depth + 1) for child in (node.values() if isinstance(node, dict) else node)
+            )
+    return False
 
 
 def parse_line(raw: bytes) -> Item | str:
@@ -96,6 +115,8 @@ def parse_line(raw: bytes) -> Item | str:
         return "not UTF-8"
     except ValueError as exc:
         return f"not JSON ({exc})"
+    except RecursionError:
+        return "nested too deeply to read"
     problem = item_problem(data)
     return problem if problem is not None else data
 

@@ -240,3 +240,33 @@ def test_unreadable_inputs_are_items_errors_naming_the_file(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(items_file.ItemsError, match=r"empty: directory holds no items file"):
         items_file.items_files([str(tmp_path / "empty")])
+
+
+def nested(depth: int) -> str:
+    return '{"type": "c", "url": "u", "fields": {"a": ' + "[" * depth + "]" * depth + "}}"
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ('{"type": 1, "url": "u", "fields": {}}', "no type"),
+        ('{"type": "c", "url": "u", "fields": [], "missing": []}', "no fields object"),
+        (
+            '{"type": "c", "url": "u", "fields": {}, "missing": [1]}',
+            "missing is not a list of strings",
+        ),
+        (nested(200), "fields nested deeper than 100 levels"),
+        (nested(200_000), "nested too deeply to read"),  # past the JSON decoder's own limit
+    ],
+)
+def test_what_is_not_an_item(line, reason):
+    assert items_file.parse_line(line.encode()) == reason
+
+
+def test_a_value_nested_as_deep_as_allowed_is_compared_and_printed(tmp_path):
+    deep = json.loads(nested(99))
+    other = json.loads(nested(98))
+    got = compare(tmp_path, [other], [deep])
+    assert got.counts()["changed"] == 1
+    assert "".join(items_diff.to_text(got)).count("→") == 1
+    assert json.loads("".join(items_diff.to_json(got)))["counts"]["changed"] == 1
