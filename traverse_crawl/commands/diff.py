@@ -42,7 +42,7 @@ class Command(ScrapyCommand):
         )
 
     def short_desc(self) -> str:
-        return "Show which pages (or, with --items, items) were added, removed, changed..."
+        return "Show what changed between two crawls: pages, or with --items, extracted items"
 
     def long_desc(self) -> str:
         return (
