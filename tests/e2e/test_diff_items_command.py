@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.cli import scrapy
+from tests.support.cli import REPO, scrapy, scrapy_env
 
 SITE = "http://127.0.0.1:8000"
 EXTRACTOR = "sha256:" + "ab" * 32
@@ -162,3 +164,22 @@ def test_bodies_is_for_pages_only(crawls):
     run = scrapy("diff", "--items", "--bodies", str(old), str(new))
     assert run.returncode == 2
     assert "--bodies compares pages: leave it out with --items" in run.stderr
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
+    # A diff far longer than a pipe's buffer, piped into something like ``head -1``.
+    rows = [
+        card(f"/p{i}", "2026-12-01T08:00:00.000Z", "x" * 100, float(i), []) for i in range(3000)
+    ]
+    old = write(tmp_path / "old.jsonl", [])
+    new = write(tmp_path / "new.jsonl", rows)
+    with subprocess.Popen(
+        [sys.executable, "-m", "scrapy", "diff", "--items", str(old), str(new)],
+        cwd=REPO, env=scrapy_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    ) as proc:  # fmt: skip
+        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout.readline() == b"3000 added, 0 removed, 0 changed, 0 unchanged\n"
+        proc.stdout.close()
+        stderr = proc.stderr.read()
+        assert proc.wait(timeout=60) == 0
+    assert stderr == b""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any, ClassVar
 
@@ -119,18 +120,23 @@ class Command(ScrapyCommand):
             write_text(sys.stderr, f"warning: {text}\n")
 
         changes = items_diff.compare(old, new, warn)
+        if opts.exit_code and changes.differs():
+            self.exitcode = 1
         render = items_diff.to_json if opts.json else items_diff.to_text
         pending: list[str] = []
         size = 0
-        for piece in render(changes, warn):  # streamed: the output is as large as the data
-            pending.append(piece)
-            size += len(piece)
-            if size >= OUTPUT_CHUNK:
-                write_text(sys.stdout, "".join(pending))
-                pending, size = [], 0
-        write_text(sys.stdout, "".join(pending))
-        if opts.exit_code and changes.differs():
-            self.exitcode = 1
+        try:
+            for piece in render(changes, warn):  # streamed: the output is as large as the data
+                pending.append(piece)
+                size += len(piece)
+                if size >= OUTPUT_CHUNK:
+                    write_text(sys.stdout, "".join(pending))
+                    pending, size = [], 0
+            write_text(sys.stdout, "".join(pending))
+        except BrokenPipeError:
+            # The reader stopped (``| head``): stop writing, as line-oriented tools do.
+            # stdout now points at /dev/null, so the interpreter's last flush cannot fail.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
     def _bodies(self, changes: list[difflib_.Change], max_lines: int) -> dict[int, list[str]]:
         try:
