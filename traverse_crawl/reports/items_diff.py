@@ -106,10 +106,10 @@ def compare(old_files: list[str], new_files: list[str], warn: Warn | None) -> It
             else:
                 file, offset = _LOCATION.unpack(before[16:])
                 result.changed.append((Ref(file, offset, position), here))
-    for key, rest in index.items():  # OLD's items that NEW does not have, in OLD's order
+    # What is left is what NEW does not have, in OLD's order (a dict keeps insertion order).
+    for key, rest in index.items():
         file, offset = _LOCATION.unpack(rest[16:])
         result.removed.append(Ref(file, offset, int.from_bytes(key[16:], "little")))
-    result.removed.sort(key=lambda ref: (ref.file, ref.offset))
     return result
 
 

@@ -270,3 +270,13 @@ def test_a_value_nested_as_deep_as_allowed_is_compared_and_printed(tmp_path):
     assert got.counts()["changed"] == 1
     assert "".join(items_diff.to_text(got)).count("→") == 1
     assert json.loads("".join(items_diff.to_json(got)))["counts"]["changed"] == 1
+
+
+def test_removed_items_are_listed_in_olds_file_and_line_order(tmp_path):
+    a = write(tmp_path / "a.jsonl", item(U + "3", t=1), item(U + "1", t=1), item(U + "2", t=1))
+    b = write(tmp_path / "b.jsonl", item(U + "0", t=1), item(U + "1", t=1))
+    new = write(tmp_path / "new.jsonl", item(U + "1", t=1))
+    got = items_diff.compare([a, b], [new], None)
+    assert [(k[1], k[2]) for k in keys(got.removed, got.old_files)] == [
+        (U + "3", 0), (U + "2", 0), (U + "0", 0), (U + "1", 1),  # U1's second item: in b
+    ]  # fmt: skip
