@@ -100,15 +100,17 @@ class Command(StoreCommand, ScrapyCommand):
 
     def _import(self, paths: list[str], source_id: str) -> None:
         try:
-            root = TraverseConfig.from_settings(self.settings).store  # type: ignore[arg-type]
+            config = TraverseConfig.from_settings(self.settings)  # type: ignore[arg-type]
         except ConfigError as exc:
             raise CommandFailed(str(exc)) from None
-        store = FilesystemSnapshotStore(root)
+        # The bound of a crawl's download (Scrapy's, 1 GiB unless set) bounds a payload.
+        max_payload = config.download_maxsize
+        store = FilesystemSnapshotStore(config.store)
         report = ImportReport()
         newest: dict[str, str] = {}
         with ExitStack() as stack:
             sources = [s for path in paths for s in _sources(path, stack, report)]
-            found = candidates(sources, source_id, report, _records_read)
+            found = candidates(sources, source_id, report, _records_read, max_payload)
             for snapshot in found:
                 if newest.get(snapshot["sourceId"], "") > snapshot["fetchedAt"]:
                     report.superseded += 1
@@ -128,6 +130,8 @@ class Command(StoreCommand, ScrapyCommand):
             f"malformed record(s); {report.superseded} older record(s) of a page not written; "
             f"{report.not_get} response(s) to a request other than GET not imported; "
             f"{report.unresolved} revisit(s) without their original not imported; "
+            f"{report.too_large} record(s) larger than DOWNLOAD_MAXSIZE not imported; "
+            f"{report.invalid_metadata} metadata record(s) with invalid fields not used; "
             f"{report.normalised} URL(s) stored in normal form\n",
         )
 

@@ -11,7 +11,6 @@ Damaged records are skipped and reported (``warc/reader.py``).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -25,6 +24,8 @@ from traverse_crawl.fetch import urls
 from traverse_crawl.snapshots import model as snap
 from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.utils.javascript import encode_uri_component
+from traverse_crawl.warc import import_metadata
+from traverse_crawl.warc.payload import PayloadTooLarge, read_payload
 from traverse_crawl.warc.reader import Bad, read_records
 
 Source = tuple[str, Callable[[], BinaryIO], int]  # display name, opener, size
@@ -42,6 +43,8 @@ class ImportReport:
     not_get: int = 0  # responses to a request that was not a GET
     unresolved: int = 0  # revisits whose original is not in the import
     normalised: int = 0  # URLs stored in their normal form, not as written
+    too_large: int = 0  # payloads larger than the bound (DOWNLOAD_MAXSIZE), raw or decoded
+    invalid_metadata: int = 0  # metadata records claiming to be ours, with a wrong field
     warnings: list[str] = field(default_factory=list)
 
 
@@ -59,16 +62,6 @@ def fetched_at(warc_date: str) -> str:
     text = warc_date.strip().rstrip("Z")
     moment = datetime.fromisoformat(text[:26]).replace(tzinfo=timezone.utc)
     return snap.iso_now(moment)
-
-
-def _fields(record: ArcWarcRecord) -> dict[str, str]:
-    block = record.content_stream().read().decode("utf-8", "replace")
-    out: dict[str, str] = {}
-    for line in block.splitlines():
-        name, sep, value = line.partition(":")
-        if sep:
-            out[name.strip()] = value.strip()
-    return out
 
 
 @dataclass(frozen=True)
@@ -95,6 +88,7 @@ class _Index:
     """The first pass over every file: what the second needs to resolve and filter."""
 
     metadata: dict[str, dict[str, str]] = field(default_factory=dict)
+    bad_metadata: dict[Key, str] = field(default_factory=dict)  # why each is not used
     # The requests' methods by their record id and the id they are concurrent to
     # (source number, offset, method): ids are not always unique across files.
     methods: dict[str, list[tuple[int, int, str]]] = field(default_factory=dict)
@@ -113,9 +107,15 @@ def _index_record(index: _Index, number: int, record: ArcWarcRecord, offset: int
     concurrent = str(headers.get_header("WARC-Concurrent-To") or "")
     url = str(headers.get_header("WARC-Target-URI") or "")
     if record.rec_type == "metadata":
-        fields = _fields(record)
-        if concurrent and "pageId" in fields:
-            index.metadata[concurrent] = fields
+        fields = import_metadata.read_fields(record)
+        if isinstance(fields, str):
+            index.bad_metadata[(number, offset)] = fields
+        elif concurrent and "pageId" in fields:  # claims to be traverse_crawl's: check it
+            problem = import_metadata.problem(fields)
+            if problem is None:
+                index.metadata[concurrent] = fields
+            else:
+                index.bad_metadata[(number, offset)] = f"metadata record: {problem}"
         return
     if record.rec_type == "request":
         method = str(record.http_headers.protocol if record.http_headers else "").upper()
@@ -178,13 +178,14 @@ class _Plan:
     """Which records are not pages, and which originals stand for which revisits."""
 
     metadata: dict[str, dict[str, str]]
+    bad_metadata: dict[Key, str]
     not_get: set[Key] = field(default_factory=set)
     revisits: dict[Key, list[_Capture]] = field(default_factory=dict)
     unresolved: list[_Capture] = field(default_factory=list)
 
 
 def _plan(index: _Index) -> _Plan:
-    plan = _Plan(index.metadata)
+    plan = _Plan(index.metadata, index.bad_metadata)
     originals: list[_Capture] = []
     for capture in index.captures:
         if _method(index, capture) != "GET":
@@ -226,17 +227,27 @@ def _normal(url: str) -> str | None:
     return urls.normalize(url)
 
 
+@dataclass(frozen=True)
+class Rejected:
+    """A whole record not imported for what it holds (not for damage): the reason."""
+
+    reason: str
+    too_large: bool = False
+
+
 def candidates(
     sources: list[Source],
     source_id: str,
     report: ImportReport,
     progress: Callable[[int], None] = lambda _: None,
+    max_payload: int = 0,
 ) -> Iterator[Snapshot]:
     """Snapshots from ``sources``, one record at a time; every problem is in ``report``.
 
     A first pass indexes every file (traverse_crawl's metadata, the requests'
     methods, each capture's digest and date), so a revisit finds its original
-    whatever the order of the files; the second builds the snapshots.
+    whatever the order of the files; the second builds the snapshots. A payload
+    is decoded up to ``max_payload`` bytes (0: no bound); a larger one is not imported.
     """
     index = _Index()
     for number, (_name, opener, size) in enumerate(sources):
@@ -258,7 +269,7 @@ def candidates(
 
     for number, (name, opener, size) in enumerate(sources):
 
-        def build(record: ArcWarcRecord, offset: int) -> list[Snapshot]:
+        def build(record: ArcWarcRecord, offset: int) -> list[Snapshot] | Rejected:
             report.records += 1
             if report.records % 1000 == 0:
                 progress(report.records)
@@ -266,7 +277,12 @@ def candidates(
             if key in plan.not_get:
                 report.not_get += 1
                 return []
-            return _snapshots(record, key, plan, prefix, normalised)
+            if key in plan.bad_metadata:
+                return Rejected(plan.bad_metadata[key])
+            try:
+                return _snapshots(record, key, plan, prefix, normalised, max_payload)
+            except PayloadTooLarge as exc:
+                return Rejected(str(exc), too_large=True)
 
         with opener() as fh:
             for item in read_records(fh, size, build):
@@ -274,13 +290,24 @@ def candidates(
                     report.skipped += int(item.skipped)
                     what = "skipped record at" if item.skipped else "at"
                     report.warnings.append(f"{name}: {what} offset {item.offset}: {item.reason}")
+                elif isinstance(item.value, Rejected):
+                    report.too_large += int(item.value.too_large)
+                    report.invalid_metadata += int(not item.value.too_large)
+                    report.warnings.append(
+                        f"{name}: skipped record at offset {item.offset}: {item.value.reason}"
+                    )
                 else:
                     yield from item.value
     report.normalised = len(normalised)
 
 
 def _snapshots(
-    record: ArcWarcRecord, key: Key, plan: _Plan, prefix: str, normalised: set[str]
+    record: ArcWarcRecord,
+    key: Key,
+    plan: _Plan,
+    prefix: str,
+    normalised: set[str],
+    max_payload: int,
 ) -> list[Snapshot]:
     if record.rec_type not in ("response", "resource"):
         return []
@@ -288,7 +315,7 @@ def _snapshots(
     own = _importable(record)
     if own is None and not revisits:
         return []
-    body = record.content_stream().read()
+    body = read_payload(record, max_payload)
     headers = record.rec_headers
     out = []
     if own is not None:
@@ -383,7 +410,7 @@ def _build(
         content_type=kind,  # type: ignore[arg-type]
         raw_body=body,
         content_type_header=content_type,
-        redirects=json.loads(ours["redirects"]) if ours.get("redirects") else None,
+        redirects=import_metadata.redirects(ours),
         etag=ours.get("etag") or etag,
         last_modified=ours.get("lastModified") or last_modified,
         rendered=ours.get("rendered") == "true",
