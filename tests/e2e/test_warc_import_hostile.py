@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
+import resource
 import subprocess
 import sys
+import zipfile
 import zlib
 from pathlib import Path
 from typing import Any
@@ -171,3 +174,87 @@ def test_a_metadata_record_that_claims_to_be_ours_is_checked(tmp_path, fields):
     assert by_url["http://example.com/page"]["fetchedAt"] == "2020-01-01T00:00:00.000Z"
     assert "redirects" not in by_url["http://example.com/page"]
     assert by_url["http://example.com/other"]["sourceId"] == "t::http://example.com/other"
+
+
+def plain_warc(count: int, size: int) -> bytes:
+    out = io.BytesIO()
+    writer = WARCWriter(out, gzip=False)
+    for n in range(count):
+        body = (b"<p>%d</p>" % n) + os.urandom(size // 2).hex().encode()[:size]
+        response(writer, f"http://example.com/{n}", body, [])
+    return out.getvalue()
+
+
+def wacz(path: Path, members: dict[str, bytes]) -> Path:
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+        archive.writestr("datapackage.json", "{}")
+    return path
+
+
+def import_command(tmp_path: Path, *files: Path | str) -> list[str]:
+    return [sys.executable, "-m", "scrapy", "warc", "import", *map(str, files),
+            "--source-id", "t", "-s", f"TRAVERSE_STORE={tmp_path / 'store'}"]  # fmt: skip
+
+
+def test_a_wacz_is_read_in_place_not_copied_to_a_temporary_file(tmp_path):
+    # Three 1 MB pages in a 3 MB WACZ member; the import may write no file larger
+    # than 2 MB (RLIMIT_FSIZE), so a copy of the member cannot be made anywhere.
+    package = wacz(tmp_path / "site.wacz", {"archive/data.warc": plain_warc(3, 1_000_000)})
+    limit = 2_000_000
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    done = subprocess.run(
+        import_command(tmp_path, package), cwd=REPO, env=scrapy_env(), capture_output=True,
+        text=True, timeout=120, check=False, preexec_fn=small_files,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "imported 3 snapshot(s)" in done.stdout and done.stderr == ""
+    assert len(store_files(tmp_path)) == 3
+
+
+def test_an_import_that_imports_nothing_for_errors_exits_1(tmp_path):
+    not_zip = tmp_path / "broken.wacz"
+    not_zip.write_bytes(b"PK\x03\x04" + b"\x00" * 100)  # a ZIP's magic, then nothing
+    done = scrapy(*import_command(tmp_path, not_zip)[3:])
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.startswith(f"warning: {not_zip}: ")
+    assert "imported 0 snapshot(s)" in done.stdout
+    empty = tmp_path / "empty.warc.gz"  # nothing wrong, nothing to import: 0
+    empty.write_bytes(b"")
+    assert scrapy(*import_command(tmp_path, empty)[3:]).returncode == 0
+
+
+@pytest.mark.parametrize("what", ["missing", "directory"])
+def test_an_input_that_is_not_a_file_is_a_bad_command_line(tmp_path, what):
+    given = tmp_path / "input"
+    if what == "directory":
+        given.mkdir()
+    good = tmp_path / "good.warc"
+    good.write_bytes(plain_warc(1, 100))
+    done = scrapy(*import_command(tmp_path, good, given)[3:])
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"error: {given}: ")
+    assert not (tmp_path / "store").exists()  # checked before anything is imported
+
+
+def test_archive_bytes_in_warnings_cannot_drive_the_terminal(tmp_path):
+    hostile = "archive/\x1b]8;;http://evil.example/\x07click\x1b]8;;\x07\x9b2J.warc"
+    package = wacz(tmp_path / "x.wacz", {hostile: b"this is not a web archive\n"})
+    done = scrapy(*import_command(tmp_path, package)[3:])
+    assert done.stderr.startswith("warning: ")
+    assert not any(c in done.stderr for c in "\x1b\x07\x9b"), repr(done.stderr)
+    assert "\\x1b]8;;http://evil.example/\\x07click" in done.stderr
+
+
+def test_an_invalid_download_maxsize_is_a_bad_setting(tmp_path):
+    good = tmp_path / "good.warc"
+    good.write_bytes(plain_warc(1, 100))
+    done = scrapy(*import_command(tmp_path, good)[3:], "-s", "DOWNLOAD_MAXSIZE=1e6")
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("error: DOWNLOAD_MAXSIZE")

@@ -12,6 +12,7 @@ Damaged records are skipped and reported (``warc/reader.py``).
 from __future__ import annotations
 
 import os
+import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -32,6 +33,8 @@ Source = tuple[str, Callable[[], BinaryIO], int]  # display name, opener, size
 
 
 Key = tuple[int, int]  # a record: its source's number, its offset
+# What reading a file can raise besides damage: a disk's error, a WACZ member's CRC.
+_READ_ERRORS = (OSError, zipfile.BadZipFile)
 
 
 @dataclass
@@ -43,6 +46,7 @@ class ImportReport:
     not_get: int = 0  # responses to a request that was not a GET
     unresolved: int = 0  # revisits whose original is not in the import
     normalised: int = 0  # URLs stored in their normal form, not as written
+    unreadable: int = 0  # files (or WACZ members) that could not be read at all
     too_large: int = 0  # payloads larger than the bound (DOWNLOAD_MAXSIZE), raw or decoded
     invalid_metadata: int = 0  # metadata records claiming to be ours, with a wrong field
     warnings: list[str] = field(default_factory=list)
@@ -250,10 +254,16 @@ def candidates(
     is decoded up to ``max_payload`` bytes (0: no bound); a larger one is not imported.
     """
     index = _Index()
-    for number, (_name, opener, size) in enumerate(sources):
-        with opener() as fh:
-            for _item in read_records(fh, size, partial(_index_record, index, number)):
-                pass  # reported by the second pass
+    unreadable: set[int] = set()
+    for number, (name, opener, size) in enumerate(sources):
+        try:
+            with opener() as fh:
+                for _item in read_records(fh, size, partial(_index_record, index, number)):
+                    pass  # reported by the second pass
+        except _READ_ERRORS as exc:  # the I/O edge: the other files are still imported
+            unreadable.add(number)
+            report.unreadable += 1
+            report.warnings.append(f"{name}: cannot read: {exc}")
     plan = _plan(index)
     index.captures.clear()  # the plan keeps what the second pass needs
     index.requests.clear()
@@ -268,6 +278,8 @@ def candidates(
     normalised: set[str] = set()
 
     for number, (name, opener, size) in enumerate(sources):
+        if number in unreadable:
+            continue
 
         def build(record: ArcWarcRecord, offset: int) -> list[Snapshot] | Rejected:
             report.records += 1
@@ -284,21 +296,36 @@ def candidates(
             except PayloadTooLarge as exc:
                 return Rejected(str(exc), too_large=True)
 
-        with opener() as fh:
-            for item in read_records(fh, size, build):
-                if isinstance(item, Bad):
-                    report.skipped += int(item.skipped)
-                    what = "skipped record at" if item.skipped else "at"
-                    report.warnings.append(f"{name}: {what} offset {item.offset}: {item.reason}")
-                elif isinstance(item.value, Rejected):
-                    report.too_large += int(item.value.too_large)
-                    report.invalid_metadata += int(not item.value.too_large)
-                    report.warnings.append(
-                        f"{name}: skipped record at offset {item.offset}: {item.value.reason}"
-                    )
-                else:
-                    yield from item.value
+        try:
+            yield from _second_pass(name, opener, size, build, report)
+        except _READ_ERRORS as exc:
+            report.unreadable += 1
+            report.warnings.append(f"{name}: cannot read: {exc}")
     report.normalised = len(normalised)
+
+
+def _second_pass(
+    name: str,
+    opener: Callable[[], BinaryIO],
+    size: int,
+    build: Callable[[ArcWarcRecord, int], list[Snapshot] | Rejected],
+    report: ImportReport,
+) -> Iterator[Snapshot]:
+    """One file's snapshots; its problems are added to ``report``."""
+    with opener() as fh:
+        for item in read_records(fh, size, build):
+            if isinstance(item, Bad):
+                report.skipped += int(item.skipped)
+                what = "skipped record at" if item.skipped else "at"
+                report.warnings.append(f"{name}: {what} offset {item.offset}: {item.reason}")
+            elif isinstance(item.value, Rejected):
+                report.too_large += int(item.value.too_large)
+                report.invalid_metadata += int(not item.value.too_large)
+                report.warnings.append(
+                    f"{name}: skipped record at offset {item.offset}: {item.value.reason}"
+                )
+            else:
+                yield from item.value
 
 
 def _snapshots(
