@@ -17,7 +17,7 @@ import itertools
 import logging
 import os
 import time
-from typing import Any
+from typing import Any, cast
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
@@ -102,8 +102,10 @@ class WarcWriterExtension:
         self.closed = False
         from twisted.internet import reactor  # imported late: importing installs a reactor
 
-        trigger: Any = reactor.addSystemEventTrigger  # typed as the interface, without self
-        trigger("before", "shutdown", self._reactor_stopping)
+        self.reactor: Any = cast(Any, reactor)  # typed as the interface, without self
+        self.trigger = self.reactor.addSystemEventTrigger(
+            "before", "shutdown", self._reactor_stopping
+        )
         crawler.signals.connect(self.response_downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(self.response_received, signal=signals.response_received)
         crawler.signals.connect(self.item_scraped, signal=signals.item_scraped)
@@ -290,6 +292,10 @@ class WarcWriterExtension:
         if self.closed:
             return
         self.closed = True
+        try:
+            self.reactor.removeSystemEventTrigger(self.trigger)
+        except (ValueError, KeyError, TypeError):  # the reactor is running it now
+            pass
         if self.writer is not None and self.writer.failed:
             self.failed_writers += 1
             jobs, partly = self.writer.unsent()
