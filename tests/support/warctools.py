@@ -115,9 +115,10 @@ def pywb_cdx(prefix: str, url: str) -> list[dict[str, str]]:
 
 
 def start_big_capture(
-    server: Server, tmp_path: Path, pages: int
+    server: Server, tmp_path: Path, pages: int, *settings: str
 ) -> tuple[subprocess.Popen[bytes], Path]:
-    """A ``scrapy crawl`` of ``pages`` slow pages into rolling 200 kB WARC files, started."""
+    """A ``scrapy crawl`` of ``pages`` slow pages into rolling 200 kB WARC files, started;
+    ``settings``: more ``-s NAME=VALUE`` arguments."""
     filler = "<p>" + "lorem ipsum " * 2000 + "</p>"
     server.site({"/home.html": "".join(f'<a href="p{i}.html">{i}</a>' for i in range(pages))})
     server.site(
@@ -129,7 +130,7 @@ def start_big_capture(
         "-a", f"url={server.url('/home.html')}", "-a", "source_id=big",
         "-s", f"TRAVERSE_MAX_PAGES={pages + 1}", "-s", "TRAVERSE_MAX_DEPTH=1",
         "-s", f"TRAVERSE_WARC_DIR={warc_dir}", "-s", "TRAVERSE_WARC_MAX_SIZE=200000",
-        *crawl_args(tmp_path, server.origin),
+        *crawl_args(tmp_path, server.origin), *settings,
     ]  # fmt: skip
     proc = subprocess.Popen(
         command, cwd=REPO, env=scrapy_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE

@@ -4,7 +4,7 @@ Export: the snapshots of ``TRAVERSE_STORE`` (all, or those of the seeds named) a
 ``resource`` records (``warc/export.py``) or a WACZ package (``warc/wacz.py``), written
 under a temporary name and renamed when complete. Import: records into snapshots of
 page ids ``encodeURIComponent(ID)::URL`` (``warc/importer.py``); a damaged record is
-skipped with a ``warning:`` line, and the import exits 0.
+skipped with a ``warning:`` line; the exit status is in docs/web-archives.md.
 """
 
 from __future__ import annotations
@@ -29,9 +29,11 @@ from traverse_crawl.errors import ConfigError
 from traverse_crawl.fetch.exceptions import CommandFailed
 from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.snapshots.store import FilesystemSnapshotStore
+from traverse_crawl.utils.terminal import escape_controls
 from traverse_crawl.version import __version__
 from traverse_crawl.warc.export import write_warc
 from traverse_crawl.warc.importer import ImportReport, Source, candidates, file_source
+from traverse_crawl.warc.member_stream import MemberStream
 from traverse_crawl.warc.records import info_fields
 from traverse_crawl.warc.wacz import write_wacz
 
@@ -99,16 +101,27 @@ class Command(StoreCommand, ScrapyCommand):
     # -- import ----------------------------------------------------------------
 
     def _import(self, paths: list[str], source_id: str) -> None:
+        # A setting or an input that is wrong is a bad command line (2), found before
+        # anything is written; a file that cannot be read, or an import that read
+        # nothing but damage, is 1 (docs/web-archives.md, "Exit status").
         try:
-            root = TraverseConfig.from_settings(self.settings).store  # type: ignore[arg-type]
+            config = TraverseConfig.from_settings(self.settings)  # type: ignore[arg-type]
         except ConfigError as exc:
-            raise CommandFailed(str(exc)) from None
-        store = FilesystemSnapshotStore(root)
+            self._usage_error(str(exc))
+            return
+        for path in paths:
+            problem = _not_readable(path)
+            if problem:
+                self._usage_error(f"{path}: {problem}")
+                return
+        # The bound of a crawl's download (Scrapy's, 1 GiB unless set) bounds a payload.
+        max_payload = config.download_maxsize
+        store = FilesystemSnapshotStore(config.store)
         report = ImportReport()
         newest: dict[str, str] = {}
         with ExitStack() as stack:
             sources = [s for path in paths for s in _sources(path, stack, report)]
-            found = candidates(sources, source_id, report, _records_read)
+            found = candidates(sources, source_id, report, _records_read, max_payload)
             for snapshot in found:
                 if newest.get(snapshot["sourceId"], "") > snapshot["fetchedAt"]:
                     report.superseded += 1
@@ -120,16 +133,38 @@ class Command(StoreCommand, ScrapyCommand):
                 newest[snapshot["sourceId"]] = snapshot["fetchedAt"]
                 report.imported += 1
         for warning in report.warnings:
-            _write(sys.stderr, f"warning: {warning}\n")
-        _write(
-            sys.stdout,
+            _write(sys.stderr, escape_controls(f"warning: {warning}") + "\n")
+        summary = (
             f"imported {report.imported} snapshot(s) from {report.records} record(s) "
             f"in {len(paths)} file(s) into {store.root}; skipped {report.skipped} "
-            f"malformed record(s); {report.superseded} older record(s) of a page not written; "
+            f"malformed record(s); {report.unreadable} file(s) that could not be read; "
+            f"{report.superseded} older record(s) of a page not written; "
             f"{report.not_get} response(s) to a request other than GET not imported; "
             f"{report.unresolved} revisit(s) without their original not imported; "
-            f"{report.normalised} URL(s) stored in normal form\n",
+            f"{report.too_large} record(s) larger than DOWNLOAD_MAXSIZE not imported; "
+            f"{report.invalid_metadata} metadata record(s) with invalid fields not used; "
+            f"{report.normalised} URL(s) stored in normal form"
         )
+        _write(sys.stdout, escape_controls(summary) + "\n")
+        if report.unreadable or (report.skipped and not report.imported):
+            self.exitcode = 1
+
+    def _usage_error(self, message: str) -> None:
+        _write(sys.stderr, escape_controls(f"error: {message}") + "\n")
+        self.exitcode = 2
+
+
+def _not_readable(path: str) -> str:
+    """Why ``path`` cannot be imported as a file, or "" when it can be opened."""
+    if os.path.isdir(path):
+        return "is a directory (give the archive files in it, e.g. DIR/*.warc.gz)"
+    try:
+        with open(path, "rb"):
+            return ""
+    except FileNotFoundError:
+        return "no such file"
+    except OSError as exc:
+        return f"cannot be opened: {exc.strerror or exc}"
 
 
 def _records_read(count: int) -> None:
@@ -144,26 +179,22 @@ def _progress(snapshots: list[Snapshot]) -> Iterator[Snapshot]:
 
 
 def _sources(path: str, stack: ExitStack, report: ImportReport) -> list[Source]:
-    """A WARC file, or each WARC inside a WACZ (extracted to a temporary file)."""
+    """A WARC file, or each WARC inside a WACZ, read in place (``warc/member_stream.py``)."""
     try:
         if not zipfile.is_zipfile(path):
             return [file_source(path)]
         archive = stack.enter_context(zipfile.ZipFile(path))
-        sources = []
-        for name in archive.namelist():
-            if name.startswith("archive/") and name.endswith((".warc", ".warc.gz")):
-                tmp = stack.enter_context(tempfile.NamedTemporaryFile(suffix=".warc"))
-                with archive.open(name) as member:
-                    while chunk := member.read(1 << 20):
-                        tmp.write(chunk)
-                tmp.flush()
-                sources.append((f"{path}!{name}", _opener(tmp.name), os.path.getsize(tmp.name)))
-        return sources
+        return [
+            (f"{path}!{info.filename}", _member_opener(archive, info), info.file_size)
+            for info in archive.infolist()
+            if info.filename.startswith("archive/")
+            and info.filename.endswith((".warc", ".warc.gz"))
+        ]
     except (OSError, zipfile.BadZipFile) as exc:
-        report.skipped += 1
+        report.unreadable += 1
         report.warnings.append(f"{path}: cannot read: {exc}")
         return []
 
 
-def _opener(path: str) -> Any:
-    return lambda: open(path, "rb")
+def _member_opener(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Any:
+    return lambda: MemberStream(archive.open(info), info.file_size)

@@ -84,6 +84,8 @@ class ReplayReader(FramedChild):
             for snapshot, damaged, failed, body, work in found:
                 size = 1
                 if snapshot is not None:
+                    if body is not None:  # sent once, as bytes (``reader_process.plain``)
+                        snapshot["body"] = body.decode("utf-8", "surrogatepass")
                     text, data = snapshot.get("body"), snapshot.get("bodyBytes")
                     size += len(body or b"") + len(text or "") + len(data or b"")
                 self.large = max(size, self.large - self.large // 8)

@@ -11,6 +11,8 @@ own functions, so a replay is the same whether a page was read here or in the cr
 from __future__ import annotations
 
 import logging
+import marshal
+import os
 import signal
 from typing import Any, NamedTuple
 
@@ -19,7 +21,7 @@ from traverse_crawl.fetch import urls
 from traverse_crawl.snapshots.model import Snapshot, body_bytes
 from traverse_crawl.snapshots.source_ref import build_source_ref
 from traverse_crawl.snapshots.store import FilesystemSnapshotStore
-from traverse_crawl.snapshots.writer_process import Frames, next_batch, send
+from traverse_crawl.snapshots.writer_process import LENGTH, Frames, next_batch
 
 # The protocol (the frames of ``snapshots/writer_process.py``): on stdin first
 # ``{"root": store root, "max_links": int or None}``, then one page id (a str) per
@@ -76,9 +78,27 @@ def answer(store: FilesystemSnapshotStore, page_id: str, max_links: int | None) 
 
 
 def plain(found: Answer) -> tuple[Any, ...]:
-    """The answer as plain tuples: marshal takes builtins only."""
+    """The answer as plain tuples: marshal takes builtins only. A text snapshot sent with
+    its body's bytes goes without its text, which the crawl decodes from them
+    (``replay/reader.py``): the page is sent once, not twice."""
     work = None if found.work is None else tuple(found.work)
-    return (found.snapshot, found.damaged, found.failed, found.body, work)
+    snapshot = found.snapshot
+    if snapshot is not None and found.body is not None:
+        snapshot = {**snapshot, "body": ""}
+    return (snapshot, found.damaged, found.failed, found.body, work)
+
+
+def _send(fd: int, obj: Any) -> bool:
+    """``send`` without joining the length to the data: a large page is not copied."""
+    data = marshal.dumps(obj)
+    try:
+        for part in (LENGTH.pack(len(data)), data):
+            view = memoryview(part)
+            while view:
+                view = view[os.write(fd, view) :]
+    except OSError:
+        return False
+    return True
 
 
 def main() -> None:
@@ -102,8 +122,8 @@ def main() -> None:
             text = found.snapshot.get("body") if found.snapshot else None
             size += len(found.body or b"") + len(text or "")
             if size >= FRAME_BYTES:  # large pages: each goes out as soon as it is read
-                if not send(1, answers):
+                if not _send(1, answers):
                     return
                 answers, size = [], 0
-        if answers and not send(1, answers):
+        if answers and not _send(1, answers):
             return

@@ -74,8 +74,13 @@ class Frames:
             end = start + LENGTH.size + size
             if end > len(buffer):
                 break
-            taken.append(marshal.loads(buffer[start + LENGTH.size : end]))
+            # Decoded from a view: a slice of the buffer would copy a large frame whole.
+            with memoryview(buffer) as view, view[start + LENGTH.size : end] as data:
+                taken.append(marshal.loads(data))
             start = end
+        if start == len(buffer):  # all taken: a large frame's bytes are not kept till the next
+            buffer.clear()
+            start = 0
         self.start = start
         return taken
 

@@ -12,10 +12,12 @@ for a request that is not a frontier page, once its response reaches the spider.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
+import os
 import time
-from typing import Any
+from typing import Any, cast
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
@@ -33,14 +35,18 @@ from traverse_crawl.meta_keys import (
 )
 from traverse_crawl.signals import page_captured
 from traverse_crawl.snapshots.model import Snapshot
-from traverse_crawl.stats import inc
+from traverse_crawl.stats import LOST, inc
 from traverse_crawl.version import __version__
 from traverse_crawl.warc import records as warc
 from traverse_crawl.warc.digests import migrate
 from traverse_crawl.warc.export import metadata_fields
-from traverse_crawl.warc.writer import Exchange, Metadata, RawHeaders, WriterProcess
+from traverse_crawl.warc.writer import Exchange, Metadata, RawHeaders, Summary
+from traverse_crawl.warc.writer_pipe import WriterPipe, frame
 
 logger = logging.getLogger(__name__)
+
+MAX_PENDING = 4 << 20  # beyond the pipe (utils/child_process.py): the crawl pauses past it
+MAX_RESTARTS = 5  # writer processes started after the first, in one crawl
 
 # The warcinfo record names the settings that decide what a crawl fetches.
 _INFO_SETTINGS = (
@@ -76,16 +82,30 @@ class WarcWriterExtension:
         else:
             if moved:
                 logger.info("moved %s into TRAVERSE_STORE %s", moved, config.store)
-        self.writer = WriterProcess(
-            config.warc_dir,
-            "traverse",
-            config.warc_max_size,
-            warc.info_fields(software, info),
-            config.store,
-        )
+        self.writer_config = {
+            "directory": config.warc_dir,
+            "prefix": "traverse",
+            "max_size": config.warc_max_size,
+            "info": warc.info_fields(software, info),
+            "pid": os.getpid(),
+            "store": os.path.abspath(config.store),
+        }
+        self.stall_timeout = config.warc_stall_timeout
+        self.loop = asyncio.get_event_loop()
+        self.writer: WriterPipe | None = self._start()  # OSError: the crawl cannot start
+        self.restarts = 0
+        self.failed_writers = 0  # writers that died or stalled: what they had not written is lost
+        self.paused = False
         self.keys = itertools.count()
         self.last_response: dict[str, tuple[int, str]] = {}  # page id -> exchange key, URL
-        self.lost = 0  # jobs the writer was gone for
+        self.lost = 0  # jobs no writer took
+        self.closed = False
+        from twisted.internet import reactor  # imported late: importing installs a reactor
+
+        self.reactor: Any = cast(Any, reactor)  # typed as the interface, without self
+        self.trigger = self.reactor.addSystemEventTrigger(
+            "before", "shutdown", self._reactor_stopping
+        )
         crawler.signals.connect(self.response_downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(self.response_received, signal=signals.response_received)
         crawler.signals.connect(self.item_scraped, signal=signals.item_scraped)
@@ -188,19 +208,107 @@ class WarcWriterExtension:
         inc(self.crawler.stats, "warc/metadata")
         self._send(Metadata(key, time.time(), url, fields, source_ref))
 
-    def _send(self, job: Exchange | Metadata) -> None:
-        if not self.writer.send(job):
-            self.lost += 1
-            if self.lost == 1:
-                logger.warning("the WARC writer process is gone: records not written")
+    # -- the writer process -------------------------------------------------------
 
-    def spider_closed(self, **_: Any) -> None:
-        summary = self.writer.close()
+    def _start(self) -> WriterPipe:
+        return WriterPipe(
+            self.loop, self.writer_config, self.stall_timeout, self._notice, self._writer_failed
+        )
+
+    def _notice(self, text: str) -> None:
+        logger.warning("%s", text)
+
+    def _send(self, job: Exchange | Metadata) -> None:
+        if self.writer is None:
+            self.lost += 1
+            return
+        self.writer.send(frame(job))  # kept for a new writer if this one is gone
+        if self.writer is not None and self.writer.backlog > MAX_PENDING and not self.paused:
+            self._pause()
+
+    def _pause(self) -> None:
+        """The writer is behind by MAX_PENDING: no new request until it catches up
+        (the crawl goes at the writer's pace, and its loop never waits)."""
+        engine = self.crawler.engine
+        if engine is None or not engine.running:
+            return
+        self.paused = True
+        engine.pause()
+        self.loop.call_later(0.05, self._resume_when_caught_up)
+
+    def _resume_when_caught_up(self) -> None:
+        writer = self.writer
+        if writer is not None and writer.backlog > MAX_PENDING // 2:
+            self.loop.call_later(0.05, self._resume_when_caught_up)
+            return
+        self.paused = False
+        if self.crawler.engine is not None:
+            self.crawler.engine.unpause()
+
+    def _writer_failed(self, how: str) -> None:
+        """The writer died or stalled: a new one takes the jobs it never got, in a new file."""
+        old = self.writer
+        assert old is not None
+        self.failed_writers += 1
+        jobs, partly = old.unsent()
+        self.lost += partly
+        self.writer = None
+        if self.restarts < MAX_RESTARTS:
+            try:
+                self.writer = self._start()
+            except OSError as exc:
+                logger.error("the WARC writer process could not be restarted: %s", exc)
+        if self.writer is None:
+            self.lost += len(jobs)
+            logger.error(
+                "the WARC writer process %s: no WARC records for the rest of the capture "
+                "(counted as lost: exit status 1)",
+                how,
+            )
+            return
+        self.restarts += 1
+        logger.error(
+            "the WARC writer process %s: the records it had not written are lost (its "
+            ".open file keeps what it wrote); a new writer process writes to a new file",
+            how,
+        )
+        for data in jobs:
+            self.writer.send(data)
+
+    async def spider_closed(self, **_: Any) -> None:
+        summary = await self.writer.close() if self.writer is not None else Summary()
+        self._count(summary)
+
+    def _reactor_stopping(self) -> None:
+        """A stop signal that comes while the spider closes makes Scrapy stop the reactor
+        without waiting for ``spider_closed`` to end: the writer is waited for here, with
+        the same bound, so a stalled one is killed and what it lost counted."""
+        if self.closed or self.writer is None:
+            return
+        self.writer.abandon()
+        self._count(self.writer.summary or Summary())
+
+    def _count(self, summary: Summary) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self.reactor.removeSystemEventTrigger(self.trigger)
+        except (ValueError, KeyError, TypeError):  # the reactor is running it now
+            pass
+        if self.writer is not None and self.writer.failed:
+            self.failed_writers += 1
+            jobs, partly = self.writer.unsent()
+            self.lost += len(jobs) + partly
+            logger.error("the WARC writer process %s: killed", self.writer.failed)
         stats = self.crawler.stats
         for key, count in (
             ("warc/records", summary.records),
             ("warc/files", summary.files),
             ("warc/write_failed", summary.failures + self.lost),
+            ("warc/writer_restarts", self.restarts),
+            ("warc/lost", self.lost + self.failed_writers),
+            (LOST, self.lost + self.failed_writers),
         ):
             if count:
                 inc(stats, key, count)

@@ -11,8 +11,8 @@ Damaged records are skipped and reported (``warc/reader.py``).
 
 from __future__ import annotations
 
-import json
 import os
+import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -25,12 +25,16 @@ from traverse_crawl.fetch import urls
 from traverse_crawl.snapshots import model as snap
 from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.utils.javascript import encode_uri_component
+from traverse_crawl.warc import import_metadata
+from traverse_crawl.warc.payload import PayloadTooLarge, read_payload
 from traverse_crawl.warc.reader import Bad, read_records
 
 Source = tuple[str, Callable[[], BinaryIO], int]  # display name, opener, size
 
 
 Key = tuple[int, int]  # a record: its source's number, its offset
+# What reading a file can raise besides damage: a disk's error, a WACZ member's CRC.
+_READ_ERRORS = (OSError, zipfile.BadZipFile)
 
 
 @dataclass
@@ -42,6 +46,9 @@ class ImportReport:
     not_get: int = 0  # responses to a request that was not a GET
     unresolved: int = 0  # revisits whose original is not in the import
     normalised: int = 0  # URLs stored in their normal form, not as written
+    unreadable: int = 0  # files (or WACZ members) that could not be read at all
+    too_large: int = 0  # payloads larger than the bound (DOWNLOAD_MAXSIZE), raw or decoded
+    invalid_metadata: int = 0  # metadata records claiming to be ours, with a wrong field
     warnings: list[str] = field(default_factory=list)
 
 
@@ -59,16 +66,6 @@ def fetched_at(warc_date: str) -> str:
     text = warc_date.strip().rstrip("Z")
     moment = datetime.fromisoformat(text[:26]).replace(tzinfo=timezone.utc)
     return snap.iso_now(moment)
-
-
-def _fields(record: ArcWarcRecord) -> dict[str, str]:
-    block = record.content_stream().read().decode("utf-8", "replace")
-    out: dict[str, str] = {}
-    for line in block.splitlines():
-        name, sep, value = line.partition(":")
-        if sep:
-            out[name.strip()] = value.strip()
-    return out
 
 
 @dataclass(frozen=True)
@@ -95,6 +92,7 @@ class _Index:
     """The first pass over every file: what the second needs to resolve and filter."""
 
     metadata: dict[str, dict[str, str]] = field(default_factory=dict)
+    bad_metadata: dict[Key, str] = field(default_factory=dict)  # why each is not used
     # The requests' methods by their record id and the id they are concurrent to
     # (source number, offset, method): ids are not always unique across files.
     methods: dict[str, list[tuple[int, int, str]]] = field(default_factory=dict)
@@ -113,9 +111,15 @@ def _index_record(index: _Index, number: int, record: ArcWarcRecord, offset: int
     concurrent = str(headers.get_header("WARC-Concurrent-To") or "")
     url = str(headers.get_header("WARC-Target-URI") or "")
     if record.rec_type == "metadata":
-        fields = _fields(record)
-        if concurrent and "pageId" in fields:
-            index.metadata[concurrent] = fields
+        fields = import_metadata.read_fields(record)
+        if isinstance(fields, str):
+            index.bad_metadata[(number, offset)] = fields
+        elif concurrent and "pageId" in fields:  # claims to be traverse_crawl's: check it
+            problem = import_metadata.problem(fields)
+            if problem is None:
+                index.metadata[concurrent] = fields
+            else:
+                index.bad_metadata[(number, offset)] = f"metadata record: {problem}"
         return
     if record.rec_type == "request":
         method = str(record.http_headers.protocol if record.http_headers else "").upper()
@@ -178,13 +182,14 @@ class _Plan:
     """Which records are not pages, and which originals stand for which revisits."""
 
     metadata: dict[str, dict[str, str]]
+    bad_metadata: dict[Key, str]
     not_get: set[Key] = field(default_factory=set)
     revisits: dict[Key, list[_Capture]] = field(default_factory=dict)
     unresolved: list[_Capture] = field(default_factory=list)
 
 
 def _plan(index: _Index) -> _Plan:
-    plan = _Plan(index.metadata)
+    plan = _Plan(index.metadata, index.bad_metadata)
     originals: list[_Capture] = []
     for capture in index.captures:
         if _method(index, capture) != "GET":
@@ -226,23 +231,39 @@ def _normal(url: str) -> str | None:
     return urls.normalize(url)
 
 
+@dataclass(frozen=True)
+class Rejected:
+    """A whole record not imported for what it holds (not for damage): the reason."""
+
+    reason: str
+    too_large: bool = False
+
+
 def candidates(
     sources: list[Source],
     source_id: str,
     report: ImportReport,
     progress: Callable[[int], None] = lambda _: None,
+    max_payload: int = 0,
 ) -> Iterator[Snapshot]:
     """Snapshots from ``sources``, one record at a time; every problem is in ``report``.
 
     A first pass indexes every file (traverse_crawl's metadata, the requests'
     methods, each capture's digest and date), so a revisit finds its original
-    whatever the order of the files; the second builds the snapshots.
+    whatever the order of the files; the second builds the snapshots. A payload
+    is decoded up to ``max_payload`` bytes (0: no bound); a larger one is not imported.
     """
     index = _Index()
-    for number, (_name, opener, size) in enumerate(sources):
-        with opener() as fh:
-            for _item in read_records(fh, size, partial(_index_record, index, number)):
-                pass  # reported by the second pass
+    unreadable: set[int] = set()
+    for number, (name, opener, size) in enumerate(sources):
+        try:
+            with opener() as fh:
+                for _item in read_records(fh, size, partial(_index_record, index, number)):
+                    pass  # reported by the second pass
+        except _READ_ERRORS as exc:  # the I/O edge: the other files are still imported
+            unreadable.add(number)
+            report.unreadable += 1
+            report.warnings.append(f"{name}: cannot read: {exc}")
     plan = _plan(index)
     index.captures.clear()  # the plan keeps what the second pass needs
     index.requests.clear()
@@ -257,8 +278,10 @@ def candidates(
     normalised: set[str] = set()
 
     for number, (name, opener, size) in enumerate(sources):
+        if number in unreadable:
+            continue
 
-        def build(record: ArcWarcRecord, offset: int) -> list[Snapshot]:
+        def build(record: ArcWarcRecord, offset: int) -> list[Snapshot] | Rejected:
             report.records += 1
             if report.records % 1000 == 0:
                 progress(report.records)
@@ -266,21 +289,52 @@ def candidates(
             if key in plan.not_get:
                 report.not_get += 1
                 return []
-            return _snapshots(record, key, plan, prefix, normalised)
+            if key in plan.bad_metadata:
+                return Rejected(plan.bad_metadata[key])
+            try:
+                return _snapshots(record, key, plan, prefix, normalised, max_payload)
+            except PayloadTooLarge as exc:
+                return Rejected(str(exc), too_large=True)
 
-        with opener() as fh:
-            for item in read_records(fh, size, build):
-                if isinstance(item, Bad):
-                    report.skipped += int(item.skipped)
-                    what = "skipped record at" if item.skipped else "at"
-                    report.warnings.append(f"{name}: {what} offset {item.offset}: {item.reason}")
-                else:
-                    yield from item.value
+        try:
+            yield from _second_pass(name, opener, size, build, report)
+        except _READ_ERRORS as exc:
+            report.unreadable += 1
+            report.warnings.append(f"{name}: cannot read: {exc}")
     report.normalised = len(normalised)
 
 
+def _second_pass(
+    name: str,
+    opener: Callable[[], BinaryIO],
+    size: int,
+    build: Callable[[ArcWarcRecord, int], list[Snapshot] | Rejected],
+    report: ImportReport,
+) -> Iterator[Snapshot]:
+    """One file's snapshots; its problems are added to ``report``."""
+    with opener() as fh:
+        for item in read_records(fh, size, build):
+            if isinstance(item, Bad):
+                report.skipped += int(item.skipped)
+                what = "skipped record at" if item.skipped else "at"
+                report.warnings.append(f"{name}: {what} offset {item.offset}: {item.reason}")
+            elif isinstance(item.value, Rejected):
+                report.too_large += int(item.value.too_large)
+                report.invalid_metadata += int(not item.value.too_large)
+                report.warnings.append(
+                    f"{name}: skipped record at offset {item.offset}: {item.value.reason}"
+                )
+            else:
+                yield from item.value
+
+
 def _snapshots(
-    record: ArcWarcRecord, key: Key, plan: _Plan, prefix: str, normalised: set[str]
+    record: ArcWarcRecord,
+    key: Key,
+    plan: _Plan,
+    prefix: str,
+    normalised: set[str],
+    max_payload: int,
 ) -> list[Snapshot]:
     if record.rec_type not in ("response", "resource"):
         return []
@@ -288,7 +342,7 @@ def _snapshots(
     own = _importable(record)
     if own is None and not revisits:
         return []
-    body = record.content_stream().read()
+    body = read_payload(record, max_payload)
     headers = record.rec_headers
     out = []
     if own is not None:
@@ -383,7 +437,7 @@ def _build(
         content_type=kind,  # type: ignore[arg-type]
         raw_body=body,
         content_type_header=content_type,
-        redirects=json.loads(ours["redirects"]) if ours.get("redirects") else None,
+        redirects=import_metadata.redirects(ours),
         etag=ours.get("etag") or etag,
         last_modified=ours.get("lastModified") or last_modified,
         rendered=ours.get("rendered") == "true",

@@ -265,9 +265,12 @@ class RollingWarcFiles:
 
     def _open(self) -> BinaryIO:
         os.makedirs(self.directory, exist_ok=True)
-        name = f"{self.stem}-{self.serial:05d}.warc.gz"
-        self.serial += 1
-        self.path = os.path.join(self.directory, name)
+        while True:  # a writer started after one that died in the same second: its next name
+            name = f"{self.stem}-{self.serial:05d}.warc.gz"
+            self.serial += 1
+            self.path = os.path.join(self.directory, name)
+            if not any(os.path.exists(self.path + end) for end in ("", OPEN_SUFFIX)):
+                break
         handle: BinaryIO = open(self.path + OPEN_SUFFIX, "xb")
         self.handle = handle
         self.size = 0

@@ -3,26 +3,22 @@
 A process, not a thread: a capture is bound by its one reactor thread, and a writer
 thread shares the GIL with it (warcio's record building is Python code); that cost
 the crawl about 1 ms of wall time per page beyond the 0.4 ms the records themselves
-cost. The crawl (``WriterProcess``) only pickles what a record needs onto a pipe.
+cost. The crawl (``warc/writer_pipe.py``) only pickles what a record needs onto a pipe.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import pickle
 import resource
-import select
 import signal
 import struct
 import sys
-from collections import deque
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from traverse_crawl.snapshots.source_ref import build_source_ref
-from traverse_crawl.utils.child_process import start_writer
 from traverse_crawl.warc import records as warc
 from traverse_crawl.warc.digests import DigestIndex
 
@@ -33,12 +29,14 @@ _LENGTH = struct.Struct(">I")
 _ID = "WARC-Record-ID"
 # The protocol: frames on the child's stdin of a 4-byte big-endian length, then a
 # pickle of builtins: first the file settings, then one ``Exchange`` or ``Metadata``
-# per job, written in order. At EOF (the crawl closed the pipe, or died) the child
-# closes and renames the open file, prints a JSON ``Summary`` on stdout and exits.
+# per job, written in order. On stdout, one JSON object a line: ``{"notice": text}``
+# for a failure when it happens (the crawl logs it: the child prints nothing on
+# stderr, which may be the crawl's JSON log), and at EOF (the crawl closed the pipe,
+# or died), once the open file is closed and renamed, ``{"summary": Summary}``.
 # It ignores SIGINT and SIGTERM: the crawl closes the pipe once its graceful shutdown
 # is done, and the child then finishes the records it was given (a SIGKILL of both
-# leaves at most the last record of the ``.open`` file incomplete).
-MAX_PENDING = 4 << 20  # beyond the pipe (utils/child_process.py), up to 4 MiB in memory
+# leaves at most the last record of the ``.open`` file incomplete). The crawl's end
+# is ``warc/writer_pipe.py``.
 RawHeaders = list[tuple[bytes, list[bytes]]]  # Scrapy's Headers.items(): name, values
 
 
@@ -147,7 +145,7 @@ class Writer:
         self.summary.failures += 1
         if not self.summary.error:
             self.summary.error = message
-            print(message, file=sys.stderr, flush=True)  # now; the crawl logs it again at the end
+            _tell({"notice": message})  # now; the crawl logs it, and again at the end
 
     def close(self) -> Summary:
         before = len(self.files.closed_files)
@@ -186,87 +184,11 @@ def main() -> None:
                 writer.metadata(job)
         except Exception as exc:  # a record warcio refuses: skip it, keep the file valid
             writer.fail(f"WARC record for {job.url} not written: {exc!r}")
-    print(json.dumps(asdict(writer.close())), flush=True)
+    _tell({"summary": asdict(writer.close())})
 
 
-class WriterProcess:
-    """The crawl's side: start the child, send it jobs, collect its summary."""
-
-    def __init__(
-        self, directory: str, prefix: str, max_size: int, info: dict[str, str], store: str
-    ) -> None:
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
-        boot = "from traverse_crawl.warc.writer import main; main()"
-        self.proc = start_writer([sys.executable, "-c", boot], env)
-        assert self.proc.stdin is not None
-        self.fd = self.proc.stdin.fileno()
-        self.pending: deque[memoryview] = deque()  # frames the pipe had no room for yet
-        self.pending_size = 0
-        self.broken = False
-        config = {
-            "directory": directory,
-            "prefix": prefix,
-            "max_size": max_size,
-            "info": info,
-            "pid": os.getpid(),
-            "store": os.path.abspath(store),
-        }
-        self.send(config)
-
-    def send(self, job: Exchange | Metadata | dict[str, Any]) -> bool:
-        """Hand one job to the child; False once it is gone (the job is lost)."""
-        if self.broken:
-            return False
-        data = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
-        self.pending.append(memoryview(_LENGTH.pack(len(data)) + data))
-        self.pending_size += len(self.pending[-1])
-        self._flush(MAX_PENDING)
-        return not self.broken
-
-    def _flush(self, limit: int) -> None:
-        """Write what the pipe takes now; wait only while more than ``limit`` bytes are left.
-
-        A writer descheduled for a moment (a loaded machine) then costs the
-        crawl nothing; one that stays behind slows the crawl to its pace.
-        """
-        while self.pending:
-            try:
-                written = os.write(self.fd, self.pending[0])
-            except BlockingIOError:
-                if self.pending_size <= limit:
-                    return
-                poller = select.poll()
-                poller.register(self.fd, select.POLLOUT)
-                poller.poll()
-                continue
-            except OSError:  # the child is gone
-                self.broken = True
-                self.pending.clear()
-                return
-            self.pending_size -= written
-            if written < len(self.pending[0]):
-                self.pending[0] = self.pending[0][written:]
-            else:
-                self.pending.popleft()
-
-    def close(self) -> Summary:
-        """Close the pipe, wait for the child to write what it was given, and report."""
-        assert self.proc.stdin is not None
-        if not self.broken:
-            self._flush(0)
-        try:
-            self.proc.stdin.close()
-        except OSError:
-            pass
-        assert self.proc.stdout is not None
-        out = self.proc.stdout.read()
-        self.proc.stdout.close()
-        self.proc.wait()
-        lines = out.decode("utf-8", "replace").strip().splitlines()
-        try:
-            return Summary(**json.loads(lines[-1]))
-        except (IndexError, ValueError, TypeError):
-            code = self.proc.returncode
-            return Summary(failures=1, error=f"the WARC writer process ended with code {code}")
+def _tell(message: dict[str, Any]) -> None:
+    try:
+        print(json.dumps(message), flush=True)
+    except OSError:  # the crawl is gone: nobody to tell
+        pass

@@ -1,0 +1,77 @@
+"""A record's payload decoded within a bound: each coding, and what is not one."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import zlib
+
+import brotli
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from traverse_crawl.warc.payload import PayloadTooLarge, read_payload
+
+BODY = b"<p>" + b"payload " * 20_000 + b"</p>"
+
+
+def record_of(payload: bytes, headers: list[tuple[str, str]]):  # type: ignore[no-untyped-def]
+    out = io.BytesIO()
+    writer = WARCWriter(out, gzip=False)
+    http = StatusAndHeaders("200 OK", [("Content-Type", "text/html"), *headers], "HTTP/1.1")
+    writer.write_record(
+        writer.create_warc_record(
+            "http://example.com/",
+            "response",
+            payload=io.BytesIO(payload),
+            length=len(payload),
+            http_headers=http,
+        )
+    )
+    out.seek(0)
+    return next(iter(ArchiveIterator(out)))
+
+
+def chunked(data: bytes) -> bytes:
+    pieces = [data[i : i + 1000] for i in range(0, len(data), 1000)]
+    return b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces) + b"0\r\n\r\n"
+
+
+@pytest.mark.parametrize(
+    ("payload", "headers"),
+    [
+        (BODY, []),
+        (gzip.compress(BODY), [("Content-Encoding", "gzip")]),
+        (gzip.compress(BODY[:500]) + gzip.compress(BODY[500:]), [("Content-Encoding", "gzip")]),
+        (zlib.compress(BODY), [("Content-Encoding", "deflate")]),
+        (zlib.compress(BODY)[2:-4], [("Content-Encoding", "deflate")]),  # raw deflate
+        (brotli.compress(BODY), [("Content-Encoding", "br")]),
+        (
+            chunked(gzip.compress(BODY)),
+            [("Content-Encoding", "gzip"), ("Transfer-Encoding", "chunked")],
+        ),
+        (gzip.compress(brotli.compress(BODY)), [("Content-Encoding", "br, gzip")]),
+        (BODY, [("Content-Encoding", "gzip")]),  # says gzip, is not: kept as it is
+        (BODY, [("Content-Encoding", "zstd")]),  # a coding not undone: kept as it is
+    ],
+)
+def test_each_coding_is_undone(payload, headers):
+    expected = payload if headers and headers[0][1] == "zstd" else BODY
+    assert read_payload(record_of(payload, headers), 10 * len(BODY)) == expected
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "br"])
+def test_past_the_bound_it_stops(encoding):
+    big = b"a" * (50 * len(BODY))
+    packed = gzip.compress(big) if encoding == "gzip" else brotli.compress(big)
+    record = record_of(packed, [("Content-Encoding", encoding)])
+    with pytest.raises(PayloadTooLarge, match=r"DOWNLOAD_MAXSIZE \(100000 bytes\)"):
+        read_payload(record, 100_000)
+
+
+def test_a_raw_payload_past_the_bound_is_not_read():
+    with pytest.raises(PayloadTooLarge):
+        read_payload(record_of(BODY, []), len(BODY) - 1)
+    assert read_payload(record_of(BODY, []), 0) == BODY  # 0: no bound, as in Scrapy
