@@ -287,6 +287,13 @@ class FilesystemSnapshotStore(SnapshotStore):
         super().__init__(FilesystemLocation(root))  # Traverse resolves the root once, too
 
 
+def store_exists(root: str, settings: Any = None) -> bool:
+    """Whether there is a store at ``root``: a directory, or objects under a bucket's prefix."""
+    if not is_bucket_url(root):
+        return os.path.isdir(root)
+    return open_snapshot_store(root, settings).exists()
+
+
 def open_snapshot_store(root: str, settings: Any = None) -> SnapshotStore:
     """The store at a directory or ``s3://BUCKET/PREFIX`` (``settings``: the ``AWS_*``)."""
     if is_bucket_url(root):

@@ -16,6 +16,7 @@ import resource
 import select
 import signal
 import struct
+from collections.abc import Callable
 from typing import Any
 
 from traverse_crawl.snapshots.batch_write import MAX_BATCH, write_batch
@@ -121,12 +122,19 @@ def main() -> None:
     frames = Frames(0)
     config = next_batch(frames, 1)
     use_syncfs = bool(config and config[0].get("use_syncfs", True))
+    write: Callable[[list[Any]], list[BaseException | None]]
+    write = functools.partial(write_batch, use_syncfs=use_syncfs)
+    bucket = config[0].get("bucket") if config else None
+    if bucket:
+        from traverse_crawl.storage.bucket import BucketLocation, ObjectWriter
+
+        write = ObjectWriter(BucketLocation.from_description(bucket)).write_batch
     summary = {"batches": 0, "files": 0, "failed": 0, "cpu_s": 0.0}
     listening = True  # the crawl reads answers; once it is gone, the files still are written
     while batch := next_batch(frames):
         jobs = [(path, functools.partial(encode, snapshot)) for path, snapshot in batch]
         try:
-            errors = write_batch(jobs, use_syncfs)
+            errors = write(jobs)
         except Exception as exc:  # a bug, not I/O: still never report a file written
             errors = [exc] * len(jobs)
         summary["batches"] += 1

@@ -13,13 +13,16 @@ manifests, the items files and the WARC files all go through this one interface.
 from __future__ import annotations
 
 import contextlib
+import io
+import json
 import os
 import shutil
-from collections.abc import Mapping
-from typing import Any, Protocol
+import tempfile
+from collections.abc import Callable, Mapping
+from typing import Any, BinaryIO, Protocol
 
 from traverse_crawl.errors import ConfigError
-from traverse_crawl.utils.atomic import atomic_write, atomic_write_bytes
+from traverse_crawl.utils.atomic import atomic_write, atomic_write_bytes, atomic_write_json
 
 BUCKET_SCHEME = "s3://"
 
@@ -62,6 +65,11 @@ class Location(Protocol):
         """Put the whole object from a finished local file."""
         ...
 
+    def write_stream(self, key: str, write: Callable[[BinaryIO], None]) -> None:
+        """Put the whole object that ``write(handle)`` streams (a manifest, never whole
+        in memory): into a temporary file, then renamed or uploaded."""
+        ...
+
     def names(self, key: str = "") -> list[str]:
         """Sorted names directly under ``key`` (objects and "directories"); [] if none."""
         ...
@@ -101,6 +109,9 @@ class FilesystemLocation:
         with open(local_path, "rb") as source:
             atomic_write(self.path(key), lambda out: shutil.copyfileobj(source, out, 1 << 20))
 
+    def write_stream(self, key: str, write: Callable[[BinaryIO], None]) -> None:
+        atomic_write(self.path(key), write)
+
     def names(self, key: str = "") -> list[str]:
         try:
             return sorted(os.listdir(self.path(key)))
@@ -110,6 +121,41 @@ class FilesystemLocation:
     def delete(self, key: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path(key))
+
+
+def canonical(text: str) -> str:
+    """The one spelling of a location every worker of a crawl agrees on: a bucket URL
+    as given (no trailing ``/``), a directory as an absolute path."""
+    if is_bucket_url(text):
+        return BUCKET_SCHEME + text.strip()[len(BUCKET_SCHEME) :].strip("/")
+    return os.path.abspath(text)
+
+
+def write_json(location: Location, key: str, obj: Any) -> None:
+    """``json.dumps(obj, indent=2, ensure_ascii=False)``, streamed, as one whole object."""
+
+    def write(handle: BinaryIO) -> None:
+        text = io.TextIOWrapper(handle, encoding="utf-8", write_through=False)
+        json.dump(obj, text, indent=2, ensure_ascii=False)
+        text.flush()
+        text.detach()
+
+    location.write_stream(key, write)
+
+
+def write_json_at(path: str, obj: Any, settings: Mapping[str, Any] | Any) -> None:
+    """``write_json`` to a file's path or ``s3://BUCKET/KEY`` (``settings``: the ``AWS_*``)."""
+    if is_bucket_url(path):
+        directory, _, name = path.rstrip("/").rpartition("/")
+        write_json(open_location("TRAVERSE_MANIFEST_DIR", directory, settings), name, obj)
+    else:
+        atomic_write_json(path, obj)
+
+
+def spool_directory(directory: str) -> str:
+    """Where a crawl's temporary files for ``directory`` go: in it (its disk), or the
+    system's temporary directory for a bucket."""
+    return tempfile.gettempdir() if is_bucket_url(directory) else directory
 
 
 def open_location(name: str, text: str, settings: Mapping[str, Any] | Any) -> Location:
