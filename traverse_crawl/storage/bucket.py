@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, BinaryIO, TypeVar, cast
 
+from traverse_crawl.config.scrapy_settings import parse_delay
 from traverse_crawl.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -76,12 +77,7 @@ def bucket_config(name: str, settings: Mapping[str, Any] | Any) -> BucketConfig:
         value = settings.get(setting)
         values[attr] = str(value) if value not in (None, "") else None
     raw = settings.get("TRAVERSE_S3_RETRY")
-    try:
-        retry = DEFAULT_RETRY if raw in (None, "") else float(raw)
-    except (TypeError, ValueError):
-        raise ConfigError("TRAVERSE_S3_RETRY", f"expected seconds >= 0, got {raw!r}") from None
-    if not retry >= 0 or retry == float("inf"):
-        raise ConfigError("TRAVERSE_S3_RETRY", f"expected seconds >= 0, got {raw!r}")
+    retry = DEFAULT_RETRY if raw in (None, "") else parse_delay("TRAVERSE_S3_RETRY", raw)
     return BucketConfig(**values, retry_seconds=retry)
 
 
