@@ -21,7 +21,7 @@ from traverse_crawl.fetch.exceptions import CommandFailed
 from traverse_crawl.manifests.read import ManifestError, load_all, stored_snapshot
 from traverse_crawl.reports import diff as difflib_
 from traverse_crawl.snapshots.model import BINARY_TYPES
-from traverse_crawl.snapshots.store import FilesystemSnapshotStore
+from traverse_crawl.snapshots.store import SnapshotStore
 
 DEFAULT_BODY_LINES = 40
 
@@ -69,7 +69,8 @@ class Command(ScrapyCommand):
         if opts.bodies_lines < 1:
             raise UsageError("--bodies-lines must be at least 1")
         try:
-            old, new = load_all([args[0]]), load_all([args[1]])
+            old = load_all([args[0]], self.settings)
+            new = load_all([args[1]], self.settings)
         except ManifestError as exc:
             write_text(sys.stderr, f"error: {exc}\n")
             self.exitcode = 2
@@ -100,7 +101,7 @@ class Command(ScrapyCommand):
 
 
 def body_lines(
-    store: FilesystemSnapshotStore, old: dict[str, Any], new: dict[str, Any], max_lines: int
+    store: SnapshotStore, old: dict[str, Any], new: dict[str, Any], max_lines: int
 ) -> list[str] | None:
     """The bounded body diff of one changed page, or a line saying why there is none."""
     texts = []

@@ -28,7 +28,7 @@ from traverse_crawl.config.settings import TraverseConfig
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.fetch.exceptions import CommandFailed
 from traverse_crawl.snapshots.model import Snapshot
-from traverse_crawl.snapshots.store import FilesystemSnapshotStore
+from traverse_crawl.snapshots.store import open_snapshot_store
 from traverse_crawl.version import __version__
 from traverse_crawl.warc.export import write_warc
 from traverse_crawl.warc.importer import ImportReport, Source, candidates, file_source
@@ -103,7 +103,7 @@ class Command(StoreCommand, ScrapyCommand):
             root = TraverseConfig.from_settings(self.settings).store  # type: ignore[arg-type]
         except ConfigError as exc:
             raise CommandFailed(str(exc)) from None
-        store = FilesystemSnapshotStore(root)
+        store = open_snapshot_store(root, self.settings)
         report = ImportReport()
         newest: dict[str, str] = {}
         with ExitStack() as stack:
