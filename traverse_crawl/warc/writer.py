@@ -100,9 +100,24 @@ class Writer:
         info: dict[str, str],
         pid: int,
         store: str,
+        buckets: dict[str, Any] | None = None,
     ) -> None:
-        self.files = warc.RollingWarcFiles(directory, prefix, max_size, info, pid)
-        self.digests = DigestIndex(store, directory)  # kept in the store, not among the WARCs
+        # ``buckets``: the ``s3://`` WARC directory and store, if any (warc/bucket_files.py)
+        found = buckets or {}
+        if found.get("warc"):
+            from traverse_crawl.warc.bucket_files import bucket_warc_files
+
+            self.files: warc.RollingWarcFiles = bucket_warc_files(
+                found["warc"], prefix=prefix, max_size=max_size, info=info, pid=pid
+            )
+        else:
+            self.files = warc.RollingWarcFiles(directory, prefix, max_size, info, pid)
+        if found.get("store"):
+            from traverse_crawl.warc.bucket_files import bucket_digest_index
+
+            self.digests: DigestIndex = bucket_digest_index(found["store"])
+        else:
+            self.digests = DigestIndex(store, directory)  # in the store, not among the WARCs
         self.pages: dict[int, tuple[str, warc.Written | None]] = {}  # key -> response written
         self.summary = Summary()
 
@@ -155,7 +170,12 @@ class Writer:
             self.files.close()
         except OSError as exc:
             self.fail(f"WARC file {self.files.path} could not be closed: {exc}")
-        self.digests.close()
+        for failed in getattr(self.files, "finish", list)():  # a bucket's uploads
+            self.fail(f"WARC upload failed: {failed}")
+        try:
+            self.digests.close()
+        except OSError as exc:
+            self.fail(f"the payload digests could not be written: {exc}")
         self.summary.files += len(self.files.closed_files) - before
         usage = resource.getrusage(resource.RUSAGE_SELF)
         self.summary.cpu_s = round(usage.ru_utime + usage.ru_stime, 3)
@@ -193,7 +213,13 @@ class WriterProcess:
     """The crawl's side: start the child, send it jobs, collect its summary."""
 
     def __init__(
-        self, directory: str, prefix: str, max_size: int, info: dict[str, str], store: str
+        self,
+        directory: str,
+        prefix: str,
+        max_size: int,
+        info: dict[str, str],
+        store: str,
+        buckets: dict[str, Any] | None = None,
     ) -> None:
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env = dict(os.environ)
@@ -211,7 +237,8 @@ class WriterProcess:
             "max_size": max_size,
             "info": info,
             "pid": os.getpid(),
-            "store": os.path.abspath(store),
+            "store": store if buckets and buckets.get("store") else os.path.abspath(store),
+            "buckets": buckets,
         }
         self.send(config)
 
