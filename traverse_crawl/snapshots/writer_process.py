@@ -16,7 +16,6 @@ import resource
 import select
 import signal
 import struct
-from collections.abc import Callable
 from typing import Any
 
 from traverse_crawl.snapshots.batch_write import MAX_BATCH, write_batch
@@ -122,19 +121,17 @@ def main() -> None:
     frames = Frames(0)
     config = next_batch(frames, 1)
     use_syncfs = bool(config and config[0].get("use_syncfs", True))
-    write: Callable[[list[Any]], list[BaseException | None]]
-    write = functools.partial(write_batch, use_syncfs=use_syncfs)
-    bucket = config[0].get("bucket") if config else None
-    if bucket:
-        from traverse_crawl.storage.bucket import BucketLocation, ObjectWriter
-
-        write = ObjectWriter(BucketLocation.from_description(bucket)).write_batch
     summary = {"batches": 0, "files": 0, "failed": 0, "cpu_s": 0.0}
     listening = True  # the crawl reads answers; once it is gone, the files still are written
-    while batch := next_batch(frames):
+    bucket = config[0].get("bucket") if config else None
+    if bucket:  # objects in a bucket, put as they come (snapshots/bucket_writer.py)
+        from traverse_crawl.snapshots.bucket_writer import serve
+
+        listening = serve(frames, bucket, summary, send, failure)
+    while not bucket and (batch := next_batch(frames)):
         jobs = [(path, functools.partial(encode, snapshot)) for path, snapshot in batch]
         try:
-            errors = write(jobs)
+            errors = write_batch(jobs, use_syncfs)
         except Exception as exc:  # a bug, not I/O: still never report a file written
             errors = [exc] * len(jobs)
         summary["batches"] += 1

@@ -23,7 +23,7 @@ import random
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, BinaryIO, TypeVar, cast
 
@@ -310,35 +310,3 @@ class BucketLocation:
             f"delete {self.shown(key)}",
             lambda: self.client.delete_object(Bucket=self.bucket, Key=self.key(key)),
         )
-
-
-class ObjectWriter:
-    """Whole objects put concurrently (the snapshot writer process's bucket backend).
-
-    One PUT per object is a round trip; ``WRITERS`` threads keep that many in flight,
-    so a batch takes about one round trip per ``WRITERS`` objects. botocore's client
-    is thread-safe and pools its connections (``max_pool_connections``).
-    """
-
-    WRITERS = 16
-
-    def __init__(self, location: BucketLocation) -> None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        self.location = location
-        self.pool = ThreadPoolExecutor(self.WRITERS, thread_name_prefix="bucket-writer")
-
-    def write_batch(
-        self, jobs: Sequence[tuple[str, Callable[[], bytes]]]
-    ) -> list[BaseException | None]:
-        """Each ``(key, render)`` written whole; one error or None per job, in order."""
-
-        def one(job: tuple[str, Callable[[], bytes]]) -> BaseException | None:
-            key, render = job
-            try:
-                self.location.write(key, render())
-            except Exception as exc:  # the I/O edge: this object fails, the batch goes on
-                return exc
-            return None
-
-        return list(self.pool.map(one, jobs))
