@@ -51,6 +51,11 @@ class Location(Protocol):
 
     def exists(self) -> bool: ...
 
+    def check(self, name: str) -> None:
+        """At start-up: ConfigError naming the setting ``name`` unless the location can be
+        written (a directory created; a bucket's endpoint reached and the bucket found)."""
+        ...
+
     def shown(self, key: str) -> str:
         """The object's path or ``s3://`` URL, for messages."""
         ...
@@ -91,6 +96,12 @@ class FilesystemLocation:
 
     def exists(self) -> bool:
         return os.path.isdir(self.root)
+
+    def check(self, name: str) -> None:
+        try:
+            os.makedirs(self.root, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(name, f"cannot create {self.root!r}: {exc.strerror or exc}") from None
 
     def shown(self, key: str) -> str:
         return self.path(key)

@@ -85,3 +85,21 @@ def test_a_write_waits_for_the_endpoint_to_come_back(s3_server: S3Server) -> Non
     short = BucketLocation(bucket, "p/", config)
     with pytest.raises(BucketError, match=rf"write s3://{bucket}/p/k2.json"):
         short.write("k2.json", b"body")
+
+
+def test_check_creates_a_directory_or_names_the_setting(tmp_path: Path) -> None:
+    location = FilesystemLocation(str(tmp_path / "items" / "deep"))
+    location.check("TRAVERSE_ITEMS_DIR")
+    assert (tmp_path / "items" / "deep").is_dir()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ConfigError, match=r"TRAVERSE_ITEMS_DIR: cannot create"):
+        FilesystemLocation(str(tmp_path / "file" / "sub")).check("TRAVERSE_ITEMS_DIR")
+
+
+def test_write_stream_puts_one_whole_object(location: Location) -> None:
+    def write(handle: Any) -> None:
+        for number in range(3):
+            handle.write(b'{"n": %d}\n' % number)
+
+    location.write_stream("seed.jsonl", write)
+    assert location.read("seed.jsonl") == b'{"n": 0}\n{"n": 1}\n{"n": 2}\n'
