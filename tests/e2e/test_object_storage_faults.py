@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.support.cli import scrapy
-from tests.support.s3server import Relay
+from tests.support.s3server import SECRET, Relay
 from tests.support.server import Reply, Server
 from traverse_crawl.snapshots.store import open_snapshot_store, source_dir_name
 
@@ -113,6 +113,8 @@ def test_an_endpoint_away_for_a_while_loses_no_snapshot(server, tmp_path, s3_ser
     )  # fmt: skip
     assert restarted.is_set()
     assert run.returncode == 0, run.stderr
+    assert "'AWS_SECRET_ACCESS_KEY': '***'" in run.stderr  # Scrapy's settings line, masked
+    assert SECRET not in run.stderr
     stats = json.loads((tmp_path / "stats.json").read_text())["stats"]
     assert stats["snapshot/stored"] == 12
     assert "traverse/lost" not in stats

@@ -25,6 +25,7 @@ import pytest
 from tests.support.scrapyd_harness import free_port
 
 REGION = "us-east-1"
+SECRET = "moto-secret-f00d"  # any secret does; tests check it is never printed
 
 
 class S3Server:
@@ -73,7 +74,7 @@ class S3Server:
         return {
             "AWS_ENDPOINT_URL": endpoint or self.endpoint,
             "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_SECRET_ACCESS_KEY": SECRET,
             "AWS_REGION_NAME": REGION,
         }
 
@@ -91,7 +92,7 @@ class S3Server:
             "s3",
             endpoint_url=self.endpoint,
             aws_access_key_id="testing",
-            aws_secret_access_key="testing",
+            aws_secret_access_key=SECRET,
             region_name=REGION,
         )
 
