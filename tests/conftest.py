@@ -14,6 +14,7 @@ from scrapy.crawler import AsyncCrawlerRunner
 from scrapy.utils.project import get_project_settings
 from twisted.internet.defer import Deferred
 
+from tests.support.s3server import s3_server  # noqa: F401  (a session fixture, for every layer)
 from tests.support.server import Server, serve
 from traverse_crawl.crawl.spider import TraverseSpider
 
@@ -21,7 +22,7 @@ os.environ.setdefault("SCRAPY_SETTINGS_MODULE", "traverse_crawl.settings")
 
 # A test that starts one of these services through its fixture carries the service's
 # marker (pyproject.toml), so that `-m "not redis"` leaves out exactly what needs one.
-SERVICE_FIXTURES = {"redis_server": "redis", "scrapyd": "scrapyd"}
+SERVICE_FIXTURES = {"redis_server": "redis", "scrapyd": "scrapyd", "s3_server": "s3"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects anything

@@ -19,7 +19,11 @@ if TYPE_CHECKING:
     from traverse_crawl.errors import ErrorKind, FetchError
     from traverse_crawl.snapshots.model import Snapshot
     from traverse_crawl.snapshots.source_ref import SourceRef, build_source_ref, parse_source_ref
-    from traverse_crawl.snapshots.store import FilesystemSnapshotStore
+    from traverse_crawl.snapshots.store import (
+        FilesystemSnapshotStore,
+        SnapshotStore,
+        open_snapshot_store,
+    )
 
 # Where each public name is defined.
 _MODULES = {
@@ -29,6 +33,8 @@ _MODULES = {
     "FetchError": "traverse_crawl.errors",
     "ErrorKind": "traverse_crawl.errors",
     "FilesystemSnapshotStore": "traverse_crawl.snapshots.store",
+    "SnapshotStore": "traverse_crawl.snapshots.store",
+    "open_snapshot_store": "traverse_crawl.snapshots.store",
     "Snapshot": "traverse_crawl.snapshots.model",
     "SourceRef": "traverse_crawl.snapshots.source_ref",
     "build_source_ref": "traverse_crawl.snapshots.source_ref",
@@ -42,10 +48,12 @@ __all__ = [
     "FilesystemSnapshotStore",
     "PageItem",
     "Snapshot",
+    "SnapshotStore",
     "SourceRef",
     "TraverseSpider",
     "__version__",
     "build_source_ref",
+    "open_snapshot_store",
     "parse_source_ref",
 ]
 

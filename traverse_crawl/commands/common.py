@@ -19,7 +19,7 @@ from traverse_crawl.errors import ConfigError
 from traverse_crawl.fetch.exceptions import CommandFailed
 from traverse_crawl.snapshots.model import Snapshot, manifest_view
 from traverse_crawl.snapshots.source_ref import build_source_ref
-from traverse_crawl.snapshots.store import FilesystemSnapshotStore
+from traverse_crawl.snapshots.store import SnapshotStore, open_snapshot_store
 from traverse_crawl.utils.redact import redact_text
 
 
@@ -63,12 +63,13 @@ class StoreCommand:
         raise NotImplementedError
 
 
-def open_store(settings: Any) -> FilesystemSnapshotStore:
+def open_store(settings: Any) -> SnapshotStore:
+    """``TRAVERSE_STORE``'s store: a directory or ``s3://BUCKET/PREFIX``."""
     try:
         root = TraverseConfig.from_settings(settings).store
+        store = open_snapshot_store(root, settings)
     except ConfigError as exc:
         raise CommandFailed(str(exc)) from None
-    store = FilesystemSnapshotStore(root)
     if not store.exists():
         raise CommandFailed(f"no snapshot store at {store.root} (TRAVERSE_STORE)")
     return store

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-from typing import get_args
+from typing import Any, get_args
 
 from scrapy.commands import ScrapyHelpFormatter
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
@@ -25,6 +25,8 @@ from traverse_crawl.jobdir.pipeline import jobdir_path, resolve_seeds
 from traverse_crawl.operations import json_log
 from traverse_crawl.operations.exit_status import lost_count
 from traverse_crawl.rendering.addon import check_render
+from traverse_crawl.storage.bucket import BucketLocation
+from traverse_crawl.storage.location import is_bucket_url, open_location
 from traverse_crawl.utils.redact import redact_text
 
 logger = logging.getLogger(__name__)
@@ -142,15 +144,17 @@ def check(settings: BaseSettings, spargs: dict[str, str]) -> None:
     seeds, _ = resolve_seeds(
         settings, config, tuple(spargs.get(k) for k in _SPIDER_ARGS), check=True
     )
-    check_writable("TRAVERSE_MANIFEST_DIR", config.manifest_dir)
+    check_writable("TRAVERSE_MANIFEST_DIR", config.manifest_dir, settings)
     if config.stats_file:
         if os.path.isdir(config.stats_file):
             raise ConfigError("TRAVERSE_STATS_FILE", f"{config.stats_file!r} is a directory")
         check_writable("TRAVERSE_STATS_FILE", os.path.dirname(config.stats_file) or ".")
     if config.mode == "capture":
-        check_writable("TRAVERSE_STORE", config.store)
+        check_writable("TRAVERSE_STORE", config.store, settings)
         if config.warc_dir:
-            check_writable("TRAVERSE_WARC_DIR", config.warc_dir)
+            check_writable("TRAVERSE_WARC_DIR", config.warc_dir, settings)
+    elif is_bucket_url(config.store):
+        check_writable("TRAVERSE_STORE", config.store, settings)  # reachable, the bucket there
     elif os.path.exists(config.store) and not os.path.isdir(config.store):
         raise ConfigError("TRAVERSE_STORE", f"{config.store!r} is not a directory")
     jobdir = jobdir_path(settings)
@@ -167,8 +171,14 @@ def check(settings: BaseSettings, spargs: dict[str, str]) -> None:
         join_crawl(config, seeds)
 
 
-def check_writable(name: str, path: str) -> None:
-    """Create ``path`` and a file in it, so that results are never fetched and then lost."""
+def check_writable(name: str, path: str, settings: Any = None) -> None:
+    """Create ``path`` and a file in it, so that results are never fetched and then lost;
+    for ``s3://BUCKET/PREFIX``, reach the endpoint and find the bucket."""
+    if is_bucket_url(path):
+        location = open_location(name, path, settings or {})
+        assert isinstance(location, BucketLocation)
+        location.check(name)
+        return
     make_directory(name, path)
     probe = os.path.join(path, f".traverse-write-test-{os.getpid()}.tmp")
     try:

@@ -26,7 +26,7 @@ from traverse_crawl.reports import diff as difflib_
 from traverse_crawl.reports import items_diff
 from traverse_crawl.reports.items_file import ItemsError, items_files
 from traverse_crawl.snapshots.model import BINARY_TYPES
-from traverse_crawl.snapshots.store import FilesystemSnapshotStore
+from traverse_crawl.snapshots.store import SnapshotStore
 
 DEFAULT_BODY_LINES = 40
 OUTPUT_CHUNK = 2**16  # characters of output gathered before one write
@@ -93,7 +93,8 @@ class Command(ScrapyCommand):
             self._items(args[0], args[1], opts)
             return
         try:
-            old, new = load_all([args[0]]), load_all([args[1]])
+            old = load_all([args[0]], self.settings)
+            new = load_all([args[1]], self.settings)
         except ManifestError as exc:
             write_text(sys.stderr, f"error: {exc}\n")
             self.exitcode = 2
@@ -154,7 +155,7 @@ class Command(ScrapyCommand):
 
 
 def body_lines(
-    store: FilesystemSnapshotStore, old: dict[str, Any], new: dict[str, Any], max_lines: int
+    store: SnapshotStore, old: dict[str, Any], new: dict[str, Any], max_lines: int
 ) -> list[str] | None:
     """The bounded body diff of one changed page, or a line saying why there is none."""
     texts = []

@@ -12,6 +12,7 @@ non-manifest input; 1 when the report cannot be written.
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 from collections.abc import Callable
@@ -24,7 +25,13 @@ from traverse_crawl.commands.common import open_store, write_text
 from traverse_crawl.crawl.links import discover_links
 from traverse_crawl.fetch import urls
 from traverse_crawl.fetch.exceptions import CommandFailed
-from traverse_crawl.manifests.read import ManifestError, load_all, skipped_path, stored_snapshot
+from traverse_crawl.manifests.read import (
+    ManifestError,
+    load_all,
+    read_bytes,
+    skipped_path,
+    stored_snapshot,
+)
 from traverse_crawl.reports import diff
 from traverse_crawl.reports import html as reporthtml
 from traverse_crawl.reports.items_file import DEFAULT_ITEMS_DIR, items_path, scan
@@ -38,7 +45,8 @@ from traverse_crawl.reports.model import (
     skipped_summary,
 )
 from traverse_crawl.snapshots.model import body_size
-from traverse_crawl.snapshots.store import FilesystemSnapshotStore, shown_name
+from traverse_crawl.snapshots.store import SnapshotStore, shown_name
+from traverse_crawl.storage.location import is_bucket_url
 from traverse_crawl.utils.atomic import atomic_write_text
 
 
@@ -69,8 +77,8 @@ class Command(ScrapyCommand):
         if not args:
             raise UsageError("give at least one manifest or manifest directory")
         try:
-            loaded = load_all(args)
-            older = load_all(opts.against) if opts.against else None
+            loaded = load_all(args, self.settings)
+            older = load_all(opts.against, self.settings) if opts.against else None
         except ManifestError as exc:
             write_text(sys.stderr, f"error: {exc}\n")
             self.exitcode = 2
@@ -95,7 +103,7 @@ class Command(ScrapyCommand):
                 changes = diff.diff(match, [manifest.data])
             seed = build_seed(manifest.data, shown(manifest.path), changes)
             seed.notes.extend(notes)
-            seed.skipped = read_skipped(manifest.path, shown)
+            seed.skipped = read_skipped(manifest.path, shown, self.settings)
             seed.items = read_items(manifest.path, manifest.data, items_dir, shown)
             seeds.append(seed)
         against = [shown(path) for path in opts.against] if opts.against else opts.against
@@ -108,19 +116,24 @@ class Command(ScrapyCommand):
             return
         write_text(sys.stdout, f"report: {os.path.abspath(opts.output)}\n")
 
-    def _store(self) -> FilesystemSnapshotStore | None:
+    def _store(self) -> SnapshotStore | None:
         try:
             return open_store(self.settings)
         except CommandFailed:
             return None
 
 
-def read_skipped(manifest_path: str, shown: Callable[[str], str]) -> Skipped | None:
+def read_skipped(
+    manifest_path: str, shown: Callable[[str], str], settings: Any = None
+) -> Skipped | None:
     """The counts of the manifest's ``.skipped.jsonl`` (``TRAVERSE_SKIPPED``), if it has one."""
     path = skipped_path(manifest_path) if manifest_path.endswith(".json") else None
-    if path is None or not os.path.isfile(path):
+    if path is None or not (is_bucket_url(path) or os.path.isfile(path)):
         return None
     try:
+        if is_bucket_url(path):
+            data = read_bytes(path, settings)
+            return None if data is None else skipped_summary(io.BytesIO(data), shown(path))
         with open(path, "rb") as lines:
             return skipped_summary(lines, shown(path))
     except OSError as exc:
@@ -154,7 +167,7 @@ def read_items(
     return None
 
 
-def enrich(manifest: dict[str, Any], store: FilesystemSnapshotStore | None) -> list[str]:
+def enrich(manifest: dict[str, Any], store: SnapshotStore | None) -> list[str]:
     """Fill ``discoveredFrom``/``bodySize`` from the store where the manifest lacks them."""
     pages: list[dict[str, Any]] = manifest["pages"]
     # A manifest that records discoverers leaves them out only for sitemap URLs, which

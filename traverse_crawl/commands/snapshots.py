@@ -23,11 +23,11 @@ from traverse_crawl.commands.common import (
 )
 from traverse_crawl.fetch.exceptions import CommandFailed
 from traverse_crawl.snapshots.model import Snapshot
-from traverse_crawl.snapshots.store import FilesystemSnapshotStore, sort_newest_first
+from traverse_crawl.snapshots.store import SnapshotStore, sort_newest_first
 from traverse_crawl.utils.javascript import encode_uri_component
 
 
-def seed_pages(store: FilesystemSnapshotStore, seed_id: str) -> list[Snapshot]:
+def seed_pages(store: SnapshotStore, seed_id: str) -> list[Snapshot]:
     """Every stored snapshot whose page id belongs to ``seed_id`` (``<encoded seed id>::``)."""
     try:
         prefix = encode_uri_component(seed_id) + "::"

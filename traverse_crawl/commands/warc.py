@@ -28,7 +28,7 @@ from traverse_crawl.config.settings import TraverseConfig
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.fetch.exceptions import CommandFailed
 from traverse_crawl.snapshots.model import Snapshot
-from traverse_crawl.snapshots.store import FilesystemSnapshotStore
+from traverse_crawl.snapshots.store import open_snapshot_store
 from traverse_crawl.utils.terminal import escape_controls
 from traverse_crawl.version import __version__
 from traverse_crawl.warc.export import write_warc
@@ -116,7 +116,7 @@ class Command(StoreCommand, ScrapyCommand):
                 return
         # The bound of a crawl's download (Scrapy's, 1 GiB unless set) bounds a payload.
         max_payload = config.download_maxsize
-        store = FilesystemSnapshotStore(config.store)
+        store = open_snapshot_store(config.store, self.settings)
         report = ImportReport()
         newest: dict[str, str] = {}
         with ExitStack() as stack:

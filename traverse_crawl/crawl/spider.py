@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import os
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -56,7 +55,9 @@ from traverse_crawl.snapshots.capture import Write
 from traverse_crawl.snapshots.capture_middleware import snapshot_of
 from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.snapshots.source_ref import build_source_ref
+from traverse_crawl.snapshots.store import store_exists
 from traverse_crawl.stats import inc
+from traverse_crawl.storage.location import spool_directory
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +105,7 @@ class TraverseSpider(Spider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> TraverseSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.config = get_config(crawler)  # validates every setting before any request
-        spider.spool = Spool(spider.config.manifest_dir)
+        spider.spool = Spool(spool_directory(spider.config.manifest_dir))
         spider.seeds, spider.job = resolve_seeds(crawler.settings, spider.config, spider._seed_args)
         warning = seedlib.password_warning(spider.seeds)
         if warning:
@@ -133,7 +134,7 @@ class TraverseSpider(Spider):
             )
             self.frontiers[key] = frontier
             self.crawler.signals.send_catch_log(seed_started, frontier=frontier, seed_key=key)
-            if self.config.mode == "replay" and not os.path.isdir(self.config.store):
+            if self.config.mode == "replay" and not self.store_exists():
                 # A crawl that ran (exit 0), with one invalid-config page per seed.
                 error = FetchError("invalid-config", "mode 'replay' requires a store")
                 yield PageItem(frontier.fail_seed(error), key, 0, None)  # finished now
@@ -427,6 +428,14 @@ class TraverseSpider(Spider):
 
     def page_request(self, seed_key: int, admission: Admission) -> WhatwgRequest:
         return self._request(seed_key, admission)
+
+    def store_exists(self) -> bool:
+        """Whether replay has a store to read (asked once: in a bucket it is a request)."""
+        found: bool | None = getattr(self, "_store_exists", None)
+        if found is None:
+            found = store_exists(self.config.store, self.settings)
+            self._store_exists = found
+        return found
 
     def finish_page(self, seed_key: int, index: int, outcome: Outcome) -> Iterator[Any]:
         return self._finish(seed_key, index, outcome)

@@ -28,5 +28,8 @@ class WorkerSpider(Protocol):
     def page_request(self, seed_key: int, admission: Admission) -> Any:
         """The request (a Scrapy ``Request``) for an admitted page of the seed."""
 
+    def store_exists(self) -> bool:
+        """Whether replay has a store to read."""
+
     def finish_page(self, seed_key: int, index: int, outcome: Outcome) -> Iterator[Any]:
         """Record a page's outcome: what the spider yields for it (its item)."""

@@ -10,7 +10,6 @@ manifest of a single-process crawl.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +24,7 @@ from traverse_crawl.distributed.client import Keys, connect_sync
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.fetch import urls
 from traverse_crawl.jobdir import state as jobstate
+from traverse_crawl.storage.location import canonical
 
 FORMAT = "traverse_crawl-redis"
 VERSION = 1
@@ -36,8 +36,8 @@ def definition(config: TraverseConfig) -> str:
         "format": FORMAT,
         "version": VERSION,
         "TRAVERSE_MODE": config.mode,
-        "TRAVERSE_STORE": os.path.abspath(config.store),
-        "TRAVERSE_MANIFEST_DIR": os.path.abspath(config.manifest_dir),
+        "TRAVERSE_STORE": canonical(config.store),
+        "TRAVERSE_MANIFEST_DIR": canonical(config.manifest_dir),
         "TRAVERSE_MAX_PAGES": config.max_pages,
         "TRAVERSE_MAX_DEPTH": config.max_depth,
         "TRAVERSE_MIN_DELAY": config.min_delay,

@@ -34,7 +34,7 @@ from traverse_crawl.fetch import urls
 from traverse_crawl.jobdir.state import page_record
 from traverse_crawl.manifests.pipeline import manifest_path, shown_manifest_path
 from traverse_crawl.stats import inc, inc_lost
-from traverse_crawl.utils.atomic import atomic_write_json
+from traverse_crawl.storage.location import write_json_at
 from traverse_crawl.utils.redact import redact_url
 
 logger = logging.getLogger(__name__)
@@ -146,7 +146,7 @@ class Worker:
 
     def _sendable(self, frontier: Frontier) -> bool:
         valid = frontier.seed_is_valid
-        return valid and (self.config.mode != "replay" or os.path.isdir(self.config.store))
+        return valid and (self.config.mode != "replay" or self.spider.store_exists())
 
     def _request(self, frontier: Frontier, task: Task) -> Any:
         assert task.index is not None
@@ -233,7 +233,7 @@ class Worker:
                 inc_lost(self.crawler.stats, "distributed/error")
                 return
             path = manifest_path(self.config.manifest_dir, seed.id)
-            await asyncio.to_thread(atomic_write_json, path, frontier.manifest())
+            await asyncio.to_thread(write_json_at, path, frontier.manifest(), self.crawler.settings)
             done = await self.call(self.remote.manifest_done, task)
             shown = shown_manifest_path(self.config.manifest_dir, seed.id)
             logger.info("manifest for seed %r: %s", seed.id, shown)

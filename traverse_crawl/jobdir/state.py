@@ -7,13 +7,13 @@ order does not matter (docs/architecture.md, "State and durability").
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
 from traverse_crawl.crawl.frontier import Frontier, Outcome
 from traverse_crawl.crawl.seeds import Seed
 from traverse_crawl.errors import ConfigError
+from traverse_crawl.storage.location import canonical
 
 # The records:
 # - ``{"t": "header", "format": FORMAT, "version": VERSION, "seeds": [...], "mode",
@@ -50,7 +50,7 @@ def header(seeds: list[Seed], mode: str, store: str, budgets: Budgets) -> dict[s
         "version": VERSION,
         "seeds": [_seed_dict(seed) for seed in seeds],
         "mode": mode,
-        "store": os.path.abspath(store),
+        "store": canonical(store),
         "max_pages": budgets.max_pages,
         "max_depth": budgets.max_depth,
     }
@@ -97,7 +97,7 @@ def plan(
         raise ConfigError("JOBDIR", f"{where} holds a crawl of other seeds than the ones given")
     for name, old, new in (
         ("TRAVERSE_MODE", head.get("mode"), mode),
-        ("TRAVERSE_STORE", head.get("store"), os.path.abspath(store)),
+        ("TRAVERSE_STORE", head.get("store"), canonical(store)),
     ):
         if old != new:
             raise ConfigError("JOBDIR", f"{where} holds a crawl with {name}={old!r}, not {new!r}")

@@ -28,6 +28,8 @@ from traverse_crawl.manifests.read import skipped_path
 from traverse_crawl.signals import manifest_written, seed_finished, seed_started
 from traverse_crawl.snapshots.store import shown_name, source_dir_name
 from traverse_crawl.stats import inc, inc_lost
+from traverse_crawl.storage.bucket import BucketLocation
+from traverse_crawl.storage.location import Location, open_location
 from traverse_crawl.utils.atomic import atomic_write
 
 logger = logging.getLogger(__name__)
@@ -43,12 +45,17 @@ class ManifestPipeline:
             raise NotConfigured  # a spider without seeds (any other spider) has no manifest
         self.crawler = crawler
         self.directory = get_config(crawler).manifest_dir
-        try:
-            os.makedirs(self.directory, exist_ok=True)
-        except OSError as exc:
-            raise ConfigError(
-                "TRAVERSE_MANIFEST_DIR", f"cannot create {self.directory!r}: {exc.strerror or exc}"
-            ) from None
+        self.location = open_location("TRAVERSE_MANIFEST_DIR", self.directory, crawler.settings)
+        if isinstance(self.location, BucketLocation):
+            self.location.check("TRAVERSE_MANIFEST_DIR")  # once, at start: exit 2
+        else:
+            try:
+                os.makedirs(self.directory, exist_ok=True)
+            except OSError as exc:
+                raise ConfigError(
+                    "TRAVERSE_MANIFEST_DIR",
+                    f"cannot create {self.directory!r}: {exc.strerror or exc}",
+                ) from None
         self.processed: dict[int, int] = {}
         self.started: dict[int, Frontier] = {}
         self.finished: dict[int, Frontier] = {}
@@ -117,7 +124,7 @@ class ManifestPipeline:
         path = manifest_path(self.directory, frontier.seed_id)
         for _attempt in range(WRITE_ATTEMPTS):
             try:
-                write_manifest(path, frontier)
+                write_manifest(path, frontier, self.location)
             except OSError as exc:
                 error = exc
             else:
@@ -142,7 +149,9 @@ class ManifestPipeline:
         target = skipped_path(path)
         for _attempt in range(WRITE_ATTEMPTS):
             try:
-                atomic_write(target, lambda out: log.write(out, frontier.seen))
+                self.location.write_stream(
+                    os.path.basename(target), lambda out: log.write(out, frontier.seen)
+                )
             except OSError as exc:
                 error = exc
             else:
@@ -192,8 +201,9 @@ def _reason(exc: OSError) -> str:
     return f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc)
 
 
-def write_manifest(path: str, frontier: Frontier) -> None:
-    """The seed's manifest, streamed from its page log, written atomically.
+def write_manifest(path: str, frontier: Frontier, location: Location | None = None) -> None:
+    """The seed's manifest, streamed from its page log, written atomically (in
+    ``location``, the manifest directory, under ``path``'s file name, when given).
 
     The pages wait in the spider's spool (``crawl/spool.py``), not in memory, and are
     streamed into the temporary file that ``utils/atomic.py`` renames into place, so
@@ -206,7 +216,10 @@ def write_manifest(path: str, frontier: Frontier) -> None:
         text.flush()
         text.detach()  # atomic_write flushes, fsyncs and closes the file itself
 
-    atomic_write(path, write)
+    if location is None:
+        atomic_write(path, write)
+    else:
+        location.write_stream(os.path.basename(path), write)
 
 
 def manifest_path(directory: str, seed_id: str) -> str:

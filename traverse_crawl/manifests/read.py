@@ -1,8 +1,9 @@
 """Read manifests back for ``scrapy diff`` and ``scrapy report`` (docs/reports.md).
 
 An argument is a manifest file or a directory of them (every ``*.json`` directly
-inside it). Anything that is not a readable manifest is a ``ManifestError`` that
-names the file, so the command can print one line and exit 2.
+inside it), on disk or in a bucket (``s3://BUCKET/PREFIX``, docs/object-storage.md).
+Anything that is not a readable manifest is a ``ManifestError`` that names the file,
+so the command can print one line and exit 2.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from traverse_crawl.errors import ConfigError
 from traverse_crawl.snapshots.model import Snapshot
-from traverse_crawl.snapshots.store import FilesystemSnapshotStore
+from traverse_crawl.snapshots.store import SnapshotStore
+from traverse_crawl.storage.location import Location, is_bucket_url, open_location
 
 
 def skipped_path(manifest: str) -> str:
@@ -42,13 +45,14 @@ class Loaded:
         return seed_id
 
 
-def load_all(arguments: list[str]) -> list[Loaded]:
-    """Every manifest named by ``arguments``, in argument then file-name order."""
+def load_all(arguments: list[str], settings: Any = None) -> list[Loaded]:
+    """Every manifest named by ``arguments``, in argument then file-name order
+    (``settings``: the ``AWS_*`` settings for ``s3://`` arguments)."""
     loaded: list[Loaded] = []
     first: dict[str, str] = {}
     for argument in arguments:
-        for path in _files(argument):
-            manifest = Loaded(path, load(path))
+        for path in _files(argument, settings):
+            manifest = Loaded(path, load(path, settings))
             if manifest.seed_id in first:
                 raise ManifestError(
                     path, f"seed id {manifest.seed_id!r} is also in {first[manifest.seed_id]}"
@@ -58,7 +62,9 @@ def load_all(arguments: list[str]) -> list[Loaded]:
     return loaded
 
 
-def _files(argument: str) -> list[str]:
+def _files(argument: str, settings: Any) -> list[str]:
+    if is_bucket_url(argument):
+        return _objects(argument, settings)
     if os.path.isdir(argument):
         try:
             names = sorted(n for n in os.listdir(argument) if n.endswith(".json"))
@@ -70,12 +76,47 @@ def _files(argument: str) -> list[str]:
     return [argument]
 
 
-def load(path: str) -> dict[str, Any]:
+def _objects(argument: str, settings: Any) -> list[str]:
+    """A manifest object (``….json``), else every ``*.json`` directly under the prefix."""
+    if argument.endswith(".json"):
+        return [argument]
+    location = _location(argument, settings)
+    try:
+        names = [name for name in location.names() if name.endswith(".json")]
+    except OSError as exc:
+        raise ManifestError(argument, f"cannot list: {exc}") from None
+    if not names:
+        raise ManifestError(argument, "holds no manifest (*.json)")
+    return [f"{location.url}/{name}" for name in names]
+
+
+def _location(url: str, settings: Any) -> Location:
+    try:
+        return open_location(url, url, settings or {})
+    except ConfigError as exc:
+        raise ManifestError(url, str(exc)) from None
+
+
+def read_bytes(path: str, settings: Any = None) -> bytes | None:
+    """A file's or an ``s3://`` object's bytes; None when it is not there; OSError if
+    it cannot be read."""
+    if is_bucket_url(path):
+        directory, _, name = path.rpartition("/")
+        return _location(directory, settings).read(name)
     try:
         with open(path, "rb") as handle:
-            raw = handle.read()
+            return handle.read()
+    except FileNotFoundError:
+        return None
+
+
+def load(path: str, settings: Any = None) -> dict[str, Any]:
+    try:
+        raw = read_bytes(path, settings)
     except OSError as exc:
         raise ManifestError(path, f"cannot read: {exc.strerror or exc}") from None
+    if raw is None:
+        raise ManifestError(path, "cannot read: No such file or directory")
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
@@ -135,7 +176,7 @@ def _page_problem(page: Any) -> str | None:
     return None
 
 
-def stored_snapshot(store: FilesystemSnapshotStore, page: dict[str, Any]) -> Snapshot | None:
+def stored_snapshot(store: SnapshotStore, page: dict[str, Any]) -> Snapshot | None:
     """The stored snapshot (with its body) that a manifest page with a snapshot names."""
     snapshot = page["fetch"]["snapshot"]
     source_id = snapshot.get("sourceId") or page.get("id", "")

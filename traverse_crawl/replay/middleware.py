@@ -35,8 +35,9 @@ from traverse_crawl.meta_keys import (
 from traverse_crawl.replay.reader import Read, ReplayReader
 from traverse_crawl.replay.reader_process import Answer
 from traverse_crawl.snapshots.model import BINARY_TYPES, MEDIA_TYPES, Snapshot, with_flags
-from traverse_crawl.snapshots.store import FilesystemSnapshotStore
+from traverse_crawl.snapshots.store import open_snapshot_store
 from traverse_crawl.stats import inc
+from traverse_crawl.storage.bucket import BucketLocation
 
 logger = logging.getLogger(__name__)
 store_logger = logging.getLogger("traverse_crawl.snapshots.store")  # its damaged-file lines
@@ -59,7 +60,7 @@ class ReplayMiddleware:
         if config.mode != "replay":
             raise NotConfigured  # only replay serves from the store
         self.crawler = crawler
-        self.store = FilesystemSnapshotStore(config.store)
+        self.store = open_snapshot_store(config.store, crawler.settings)
         self.max_links = config.max_links_per_page
         self.reader: ReplayReader | None = None
         self.ahead = 0  # asked of the reader, not yet taken by their requests
@@ -80,7 +81,11 @@ class ReplayMiddleware:
     def _start(self) -> None:
         try:
             loop = asyncio.get_event_loop()
-            self.reader = ReplayReader(loop, self.store.root, self.max_links, self._ready)
+            location = self.store.location
+            bucket = location.describe() if isinstance(location, BucketLocation) else None
+            self.reader = ReplayReader(
+                loop, self.store.root, self.max_links, self._ready, bucket=bucket
+            )
         except OSError as exc:  # no process to be had: every page is read here
             logger.warning("replay: the reader process did not start (%s); reading here", exc)
             return

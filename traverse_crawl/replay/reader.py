@@ -13,6 +13,7 @@ import collections
 import os
 import time
 from collections.abc import Callable
+from typing import Any
 
 from traverse_crawl.replay.reader_process import Answer, PageWork
 from traverse_crawl.utils.framed_pipe import FramedChild, Loop, package_command
@@ -30,7 +31,12 @@ class Read:
 
 class ReplayReader(FramedChild):
     def __init__(
-        self, loop: Loop, root: str, max_links: int | None, ready: Callable[[Read], None]
+        self,
+        loop: Loop,
+        root: str,
+        max_links: int | None,
+        ready: Callable[[Read], None],
+        bucket: dict[str, Any] | None = None,
     ) -> None:
         # OSError if it cannot start: the caller reads the store itself.
         super().__init__(loop, package_command("traverse_crawl.replay.reader_process", True))
@@ -40,7 +46,7 @@ class ReplayReader(FramedChild):
         # A recent large answer's size (its text and bytes): the largest, less an eighth
         # for each answer since, so that one large page does not slow the rest for long.
         self.large = 64 * 1024
-        self._send({"root": root, "max_links": max_links})
+        self._send({"root": root, "max_links": max_links, "bucket": bucket})
 
     @property
     def alive(self) -> bool:

@@ -20,7 +20,7 @@ from traverse_crawl.crawl.links import find_links
 from traverse_crawl.fetch import urls
 from traverse_crawl.snapshots.model import Snapshot, body_bytes
 from traverse_crawl.snapshots.source_ref import build_source_ref
-from traverse_crawl.snapshots.store import FilesystemSnapshotStore
+from traverse_crawl.snapshots.store import FilesystemSnapshotStore, SnapshotStore
 from traverse_crawl.snapshots.writer_process import LENGTH, Frames, next_batch
 
 # The protocol (the frames of ``snapshots/writer_process.py``): on stdin first
@@ -61,7 +61,7 @@ def page_work(snapshot: Snapshot, max_links: int | None, size: int) -> PageWork:
     return PageWork(origin, links, warnings, build_source_ref(snapshot), size)
 
 
-def answer(store: FilesystemSnapshotStore, page_id: str, max_links: int | None) -> Answer:
+def answer(store: SnapshotStore, page_id: str, max_links: int | None) -> Answer:
     damaged: list[str] = []
     try:
         snapshot = store.latest(page_id, damaged)
@@ -112,7 +112,13 @@ def main() -> None:
     config = next_batch(frames, 1)
     if not config:
         return
-    store = FilesystemSnapshotStore(config[0]["root"])
+    bucket = config[0].get("bucket")
+    if bucket:  # the store is in a bucket (storage/bucket.py)
+        from traverse_crawl.storage.bucket import BucketLocation
+
+        store: SnapshotStore = SnapshotStore(BucketLocation.from_description(bucket))
+    else:
+        store = FilesystemSnapshotStore(config[0]["root"])
     max_links = config[0]["max_links"]
     while batch := next_batch(frames, MAX_ANSWERS):
         answers, size = [], 0

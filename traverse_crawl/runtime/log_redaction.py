@@ -11,6 +11,7 @@ line it formats, so fields taken from a record's ``extra`` or arguments (a JSON 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +20,10 @@ from scrapy.utils import log as scrapy_log
 from traverse_crawl.utils.redact import redact_text
 
 _factory: list[Any] = []
+# Scrapy logs the settings given on the command line ("Overridden settings: {...}") at
+# start: the object store's secret and session token are masked there too.
+_SETTINGS_LINE = "Overridden settings"
+_SECRET_SETTING = re.compile(r"('AWS_(?:SECRET_ACCESS_KEY|SESSION_TOKEN)': )'[^']*'")
 
 
 def install() -> None:
@@ -68,6 +73,8 @@ def redact_record(record: logging.LogRecord) -> None:
     except Exception:  # a bad format string: logging reports it when the line is emitted
         return
     redacted = redact_text(message)
+    if message.startswith(_SETTINGS_LINE):  # once per crawl: the cost stays off other lines
+        redacted = _SECRET_SETTING.sub(r"\1'***'", redacted)
     if redacted != message:
         if isinstance(record.args, dict):
             record.msg = redacted.replace("%", "%%")

@@ -31,7 +31,7 @@ from traverse_crawl.meta_keys import REDIRECTS, SEED, SITEMAP, SITEMAP_ID, SNAPS
 from traverse_crawl.sitemaps.parse import parse_sitemap
 from traverse_crawl.sitemaps.walk import SitemapWalk
 from traverse_crawl.snapshots.model import Snapshot, build_snapshot
-from traverse_crawl.snapshots.store import FilesystemSnapshotStore
+from traverse_crawl.snapshots.store import open_snapshot_store
 from traverse_crawl.stats import inc
 
 logger = logging.getLogger(__name__)
@@ -59,7 +59,11 @@ class SitemapReader:
         self.mode = config.sitemaps
         self.download_timeout = config.download_timeout
         self.download_maxsize = config.download_maxsize
-        self.store = FilesystemSnapshotStore(config.store) if config.mode == "capture" else None
+        self.store = (
+            open_snapshot_store(config.store, crawler.settings)
+            if config.mode == "capture"
+            else None
+        )
         self.callback = callback
         self.errback = errback
         self.walks: dict[int, SitemapWalk] = {}

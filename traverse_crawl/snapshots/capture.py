@@ -17,9 +17,10 @@ from typing import Any
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.fetch import urls
 from traverse_crawl.snapshots.model import Snapshot
-from traverse_crawl.snapshots.store import FilesystemSnapshotStore
+from traverse_crawl.snapshots.store import open_snapshot_store
 from traverse_crawl.snapshots.writer import Delivered, SnapshotWriter, WriterLost
 from traverse_crawl.stats import inc, inc_lost
+from traverse_crawl.storage.bucket import BucketLocation
 
 logger = logging.getLogger(__name__)
 
@@ -54,13 +55,18 @@ class Write:
 
 class Capture:
     def __init__(self, store_root: str, crawler: Any) -> None:
-        self.store = FilesystemSnapshotStore(store_root)
-        try:
-            os.makedirs(self.store.root, exist_ok=True)
-        except OSError as exc:
-            raise ConfigError(
-                "TRAVERSE_STORE", f"cannot create {store_root!r}: {exc.strerror or exc}"
-            ) from None
+        self.store = open_snapshot_store(store_root, crawler.settings)
+        location = self.store.location
+        self.bucket = location.describe() if isinstance(location, BucketLocation) else None
+        if isinstance(location, BucketLocation):
+            location.check("TRAVERSE_STORE")  # once, at start: a missing bucket is exit 2
+        else:
+            try:
+                os.makedirs(self.store.root, exist_ok=True)
+            except OSError as exc:
+                raise ConfigError(
+                    "TRAVERSE_STORE", f"cannot create {store_root!r}: {exc.strerror or exc}"
+                ) from None
         self.crawler = crawler  # its stats collector is read when counting
         self.writer: SnapshotWriter | None = None
         self.unavailable: BaseException | None = None  # the writer process could not start
@@ -76,7 +82,9 @@ class Capture:
         if self.writer is not None or self.unavailable is not None or self.closed:
             return
         try:
-            self.writer = SnapshotWriter(asyncio.get_event_loop(), self._delivered)
+            self.writer = SnapshotWriter(
+                asyncio.get_event_loop(), self._delivered, bucket=self.bucket
+            )
         except OSError as exc:  # no process to be had (a limit): every page gets the warning
             self.unavailable = WriterLost(f"the snapshot writer process did not start: {exc}")
 
@@ -110,7 +118,7 @@ class Capture:
         """Hand one snapshot to the writer; a write that cannot start fails at once."""
         write = Write(ref)
         try:
-            path = self.store.path(snapshot)
+            path = self.store.key(snapshot) if self.bucket else self.store.path(snapshot)
             if self.writer is None:
                 self.open()
             if self.writer is None:

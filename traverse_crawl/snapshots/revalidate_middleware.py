@@ -23,7 +23,7 @@ from traverse_crawl.fetch import urls
 from traverse_crawl.fetch.attempt import CONDITIONAL_HEADERS, drop_validators
 from traverse_crawl.meta_keys import PAGE_ID, REVALIDATE_PRIOR, REVALIDATE_SENT, SNAPSHOT, WARNINGS
 from traverse_crawl.snapshots.model import Snapshot, with_flags
-from traverse_crawl.snapshots.store import FilesystemSnapshotStore
+from traverse_crawl.snapshots.store import open_snapshot_store
 from traverse_crawl.stats import inc
 
 logger = logging.getLogger(__name__)
@@ -63,7 +63,7 @@ class RevalidateMiddleware:
         if config.mode == "replay":
             raise NotConfigured  # replay makes no request to revalidate
         self.crawler = crawler
-        self.store = FilesystemSnapshotStore(config.store)
+        self.store = open_snapshot_store(config.store, crawler.settings)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RevalidateMiddleware:

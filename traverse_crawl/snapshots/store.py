@@ -23,7 +23,12 @@ from traverse_crawl.snapshots.file_text import encode as encode
 from traverse_crawl.snapshots.file_text import serialize as serialize
 from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.snapshots.source_ref import parse_source_ref
-from traverse_crawl.utils.atomic import atomic_write_bytes
+from traverse_crawl.storage.location import (
+    FilesystemLocation,
+    Location,
+    is_bucket_url,
+    open_location,
+)
 from traverse_crawl.utils.javascript import decode_base64, js_string, locale_compare, utf8
 from traverse_crawl.utils.redact import redact_text
 
@@ -167,37 +172,46 @@ def _newest(snapshots: Iterable[Snapshot]) -> Snapshot | None:
 # -- the store -------------------------------------------------------------------
 
 
-class FilesystemSnapshotStore:
-    """put / latest / get / list, with Traverse's newest-first order.
+class SnapshotStore:
+    """put / latest / get / list, with Traverse's newest-first order, in a ``Location``
+    (a directory, or ``s3://BUCKET/PREFIX``: ``storage/location.py``), under the same
+    keys and with the same bytes in both.
 
     To read a snapshot: ``latest(page_id)`` (the page's newest capture, which replay
     serves) or ``get_by_source_ref(ref)`` (the exact capture a manifest or an item names).
     """
 
-    def __init__(self, root: str) -> None:
-        self.root = os.path.abspath(root)  # Traverse resolves the root once, too
+    def __init__(self, location: Location) -> None:
+        self.location = location
+        self.root = location.url
+        # A directory is read with the plain system calls (the replay's hot path).
+        self._directory_root = location.root if isinstance(location, FilesystemLocation) else None
 
     def exists(self) -> bool:
-        return os.path.isdir(self.root)
+        return self.location.exists()
 
     def directory(self, source_id: str) -> str:
-        return os.path.join(self.root, source_dir_name(source_id))
+        return self.location.shown(source_dir_name(source_id))
 
-    def path(self, snapshot: Snapshot) -> str:
+    def key(self, snapshot: Snapshot) -> str:
+        """``<source dir>/<file name>``: the file's path under the root, ``/``-separated."""
         name = file_name(snapshot)
         if "/" in name or "\\" in name or "\x00" in name or os.sep in name:
             raise ValueError(f"snapshot file name would leave its directory: {name!r}")
-        return os.path.join(self.directory(snapshot["sourceId"]), name)
+        return f"{source_dir_name(snapshot['sourceId'])}/{name}"
+
+    def path(self, snapshot: Snapshot) -> str:
+        return self.location.shown(self.key(snapshot))
 
     def put(self, snapshot: Snapshot) -> str:
         """Write atomically and return the path. The same ``fetchedAt`` and hash
         prefix overwrite the file, as a 304's re-put does.
 
         A file name that would leave the source directory (a ``/`` in ``fetchedAt``,
-        which only a hand-made file can carry) is refused (``path``)."""
-        path = self.path(snapshot)
-        atomic_write_bytes(path, encode(snapshot))
-        return path
+        which only a hand-made file can carry) is refused (``key``)."""
+        key = self.key(snapshot)
+        self.location.write(key, encode(snapshot))
+        return self.location.shown(key)
 
     def list(self, source_id: str, damaged: Damaged | None = None) -> list[Snapshot]:
         """Every readable snapshot of ``source_id``, newest first.
@@ -205,10 +219,10 @@ class FilesystemSnapshotStore:
         The ``sourceId`` inside a file is not compared with ``source_id``, as in Traverse.
         Each damaged file is logged and, when ``damaged`` is given, described there.
         """
-        return sort_newest_first(list(_read_directory(self.directory(source_id), damaged)))
+        return sort_newest_first(list(self._read(source_dir_name(source_id), damaged)))
 
     def latest(self, source_id: str, damaged: Damaged | None = None) -> Snapshot | None:
-        return _newest(_read_directory(self.directory(source_id), damaged))
+        return _newest(self._read(source_dir_name(source_id), damaged))
 
     def get(self, source_id: str, hash_or_prefix: str) -> Snapshot | None:
         """The newest snapshot whose hash starts with ``hash_or_prefix``.
@@ -218,7 +232,7 @@ class FilesystemSnapshotStore:
         """
         return _newest(
             snapshot
-            for snapshot in _read_directory(self.directory(source_id))
+            for snapshot in self._read(source_dir_name(source_id))
             if snapshot["bodyHash"].startswith(hash_or_prefix)
         )
 
@@ -229,7 +243,7 @@ class FilesystemSnapshotStore:
         """
         return _newest(
             snapshot
-            for snapshot in _read_directory(self.directory(source_id))
+            for snapshot in self._read(source_dir_name(source_id))
             if snapshot["bodyHash"] == body_hash and snapshot["fetchedAt"] == fetched_at
         )
 
@@ -253,14 +267,38 @@ class FilesystemSnapshotStore:
         ``sourceId`` inside each snapshot.
         """
         name_prefix = _UNSAFE.sub("-", js_string(seed_id_prefix)).strip("-")[:80]
-        try:
-            names = sorted(os.listdir(self.root))
-        except OSError:
-            return
-        for name in names:
-            directory = os.path.join(self.root, name)
-            if name.startswith(name_prefix) and os.path.isdir(directory):
-                yield from _read_directory(directory)
+        root = self._directory_root
+        for name in self.location.names():
+            if not name.startswith(name_prefix):
+                continue
+            if root is None or os.path.isdir(os.path.join(root, name)):
+                yield from self._read(name)
+
+    def _read(self, name: str, damaged: Damaged | None = None) -> Iterator[Snapshot]:
+        if self._directory_root is not None:
+            return _read_directory(os.path.join(self._directory_root, name), damaged)
+        return _read_objects(self.location, name, damaged)
+
+
+class FilesystemSnapshotStore(SnapshotStore):
+    """The store in a directory (Traverse's ``createFilesystemSnapshotStore``)."""
+
+    def __init__(self, root: str) -> None:
+        super().__init__(FilesystemLocation(root))  # Traverse resolves the root once, too
+
+
+def store_exists(root: str, settings: Any = None) -> bool:
+    """Whether there is a store at ``root``: a directory, or objects under a bucket's prefix."""
+    if not is_bucket_url(root):
+        return os.path.isdir(root)
+    return open_snapshot_store(root, settings).exists()
+
+
+def open_snapshot_store(root: str, settings: Any = None) -> SnapshotStore:
+    """The store at a directory or ``s3://BUCKET/PREFIX`` (``settings``: the ``AWS_*``)."""
+    if is_bucket_url(root):
+        return SnapshotStore(open_location("TRAVERSE_STORE", root, settings or {}))
+    return FilesystemSnapshotStore(root)
 
 
 def _read_directory(directory: str, damaged: list[str] | None = None) -> Iterator[Snapshot]:
@@ -284,6 +322,33 @@ def _read_directory(directory: str, damaged: list[str] | None = None) -> Iterato
         if isinstance(parsed, str):
             # Traverse skips it silently; a torn or corrupt file is worth a word.
             problem = f"snapshot file {os.path.join(directory, name)} is damaged: {parsed}"
+            logger.warning("%s; skipped", problem)
+            if damaged is not None:
+                damaged.append(problem)
+            continue
+        yield parsed
+
+
+def _read_objects(location: Location, name: str, damaged: Damaged | None) -> Iterator[Snapshot]:
+    """``_read_directory`` for a store in a bucket: the same files, the same checks."""
+    try:
+        files = location.names(name)
+    except OSError as exc:  # retried already (storage/bucket.py): read as nothing, said once
+        logger.warning("cannot list %s: %s", location.shown(name), exc)
+        return
+    for file in files:
+        if not file.endswith(".json"):
+            continue
+        try:
+            raw = location.read(f"{name}/{file}")
+        except OSError as exc:
+            logger.warning("cannot read a snapshot: %s", exc)
+            continue
+        if raw is None:
+            continue  # listed, then gone
+        parsed = check_snapshot_text(raw.decode("utf-8", "replace"))
+        if isinstance(parsed, str):
+            problem = f"snapshot file {location.shown(name + '/' + file)} is damaged: {parsed}"
             logger.warning("%s; skipped", problem)
             if damaged is not None:
                 damaged.append(problem)

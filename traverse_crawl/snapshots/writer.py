@@ -40,10 +40,16 @@ class SnapshotWriter(FramedChild):
     ``(token, error)`` per file, in submission order (error None: durable)."""
 
     def __init__(
-        self, loop: Loop, deliver: Callable[[Delivered], None], use_syncfs: bool = True
+        self,
+        loop: Loop,
+        deliver: Callable[[Delivered], None],
+        use_syncfs: bool = True,
+        bucket: dict[str, Any] | None = None,
     ) -> None:
-        # No site-packages: the child needs only the standard library, and starts cheaply.
-        super().__init__(loop, package_command("traverse_crawl.snapshots.writer_process", False))
+        # No site-packages for a directory: the child needs only the standard library,
+        # and starts cheaply. A bucket (``bucket``: where, ``storage/bucket.py``) needs botocore.
+        command = package_command("traverse_crawl.snapshots.writer_process", bool(bucket))
+        super().__init__(loop, command)
         self.deliver = deliver
         self.tokens: collections.deque[Any] = collections.deque()  # not yet answered
         self.closing = False
@@ -51,7 +57,7 @@ class SnapshotWriter(FramedChild):
         self.batches = 0
         self.summary: dict[str, Any] = {}
         self.on_end: list[Callable[[dict[str, Any]], None]] = []
-        self._send({"use_syncfs": use_syncfs})
+        self._send({"use_syncfs": use_syncfs, "bucket": bucket})
 
     def submit(self, token: Any, path: str, snapshot: Snapshot) -> None:
         """Queue one file; ``token`` comes back with its result. Raises once the child is gone."""

@@ -128,7 +128,12 @@ def main() -> None:
     use_syncfs = bool(config and config[0].get("use_syncfs", True))
     summary = {"batches": 0, "files": 0, "failed": 0, "cpu_s": 0.0}
     listening = True  # the crawl reads answers; once it is gone, the files still are written
-    while batch := next_batch(frames):
+    bucket = config[0].get("bucket") if config else None
+    if bucket:  # objects in a bucket, put as they come (snapshots/bucket_writer.py)
+        from traverse_crawl.snapshots.bucket_writer import serve
+
+        listening = serve(frames, bucket, summary, send, failure)
+    while not bucket and (batch := next_batch(frames)):
         jobs = [(path, functools.partial(encode, snapshot)) for path, snapshot in batch]
         try:
             errors = write_batch(jobs, use_syncfs)

@@ -36,6 +36,8 @@ from traverse_crawl.meta_keys import (
 from traverse_crawl.signals import page_captured
 from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.stats import LOST, inc
+from traverse_crawl.storage.bucket import BucketLocation
+from traverse_crawl.storage.location import open_location
 from traverse_crawl.version import __version__
 from traverse_crawl.warc import records as warc
 from traverse_crawl.warc.digests import migrate
@@ -75,8 +77,16 @@ class WarcWriterExtension:
         self.directory = config.warc_dir
         info = {name: crawler.settings.get(name) for name in _INFO_SETTINGS}
         software = f"traverse_crawl/{__version__} (Scrapy, warcio)"
+        buckets = {
+            key: location.describe()
+            for key, name, path in (("warc", "TRAVERSE_WARC_DIR", config.warc_dir),
+                                    ("store", "TRAVERSE_STORE", config.store))
+            if isinstance(location := open_location(name, path, crawler.settings), BucketLocation)
+        }  # fmt: skip
+        if "warc" in buckets:  # once, at start: a missing bucket is exit 2
+            BucketLocation.from_description(buckets["warc"]).check("TRAVERSE_WARC_DIR")
         try:
-            moved = migrate(config.warc_dir, config.store)
+            moved = None if buckets else migrate(config.warc_dir, config.store)
         except OSError as exc:  # the writer still reads it where it is
             logger.warning("could not move the payload digests out of %s: %s", config.warc_dir, exc)
         else:
@@ -88,7 +98,8 @@ class WarcWriterExtension:
             "max_size": config.warc_max_size,
             "info": warc.info_fields(software, info),
             "pid": os.getpid(),
-            "store": os.path.abspath(config.store),
+            "store": config.store if "store" in buckets else os.path.abspath(config.store),
+            "buckets": buckets,
         }
         self.stall_timeout = config.warc_stall_timeout
         self.loop = asyncio.get_event_loop()

@@ -98,9 +98,24 @@ class Writer:
         info: dict[str, str],
         pid: int,
         store: str,
+        buckets: dict[str, Any] | None = None,
     ) -> None:
-        self.files = warc.RollingWarcFiles(directory, prefix, max_size, info, pid)
-        self.digests = DigestIndex(store, directory)  # kept in the store, not among the WARCs
+        # ``buckets``: the ``s3://`` WARC directory and store, if any (warc/bucket_files.py)
+        found = buckets or {}
+        if found.get("warc"):
+            from traverse_crawl.warc.bucket_files import bucket_warc_files
+
+            self.files: warc.RollingWarcFiles = bucket_warc_files(
+                found["warc"], prefix=prefix, max_size=max_size, info=info, pid=pid
+            )
+        else:
+            self.files = warc.RollingWarcFiles(directory, prefix, max_size, info, pid)
+        if found.get("store"):
+            from traverse_crawl.warc.bucket_files import bucket_digest_index
+
+            self.digests: DigestIndex = bucket_digest_index(found["store"])
+        else:
+            self.digests = DigestIndex(store, directory)  # in the store, not among the WARCs
         self.pages: dict[int, tuple[str, warc.Written | None]] = {}  # key -> response written
         self.summary = Summary()
 
@@ -153,7 +168,12 @@ class Writer:
             self.files.close()
         except OSError as exc:
             self.fail(f"WARC file {self.files.path} could not be closed: {exc}")
-        self.digests.close()
+        for failed in getattr(self.files, "finish", list)():  # a bucket's uploads
+            self.fail(f"WARC upload failed: {failed}")
+        try:
+            self.digests.close()
+        except OSError as exc:
+            self.fail(f"the payload digests could not be written: {exc}")
         self.summary.files += len(self.files.closed_files) - before
         usage = resource.getrusage(resource.RUSAGE_SELF)
         self.summary.cpu_s = round(usage.ru_utime + usage.ru_stime, 3)

@@ -1,0 +1,63 @@
+"""Workers that share no filesystem: Redis for the crawl, an S3 bucket for its bytes.
+
+Two worker processes, each in a working directory of its own, with the store and
+the manifest directory in a bucket (moto's server mode), make the single-process
+crawl's manifests (written once each, from the bucket).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from tests.support.cli import REPO, scrapy_env
+from tests.support.distributed_site import (
+    command,
+    expected,  # noqa: F401  (fixture)
+    finish,
+    site_servers,  # noqa: F401  (fixture)
+    sites,  # noqa: F401  (fixture)
+)
+from tests.support.jobdir_helpers import comparable
+from tests.support.redisserver import redis_server  # noqa: F401  (fixture)
+
+pytestmark = [pytest.mark.redis, pytest.mark.s3]
+
+
+def test_two_workers_with_no_shared_path_make_the_single_process_manifests(
+    sites,  # noqa: F811
+    expected,  # noqa: F811
+    redis_server,  # noqa: F811
+    s3_server,
+    tmp_path,
+):
+    bucket = s3_server.new_bucket()
+    into_bucket = [
+        "-s", f"TRAVERSE_STORE=s3://{bucket}/store",
+        "-s", f"TRAVERSE_MANIFEST_DIR=s3://{bucket}/manifests",
+        "-s", "TRAVERSE_LEASE_TIMEOUT=60", *s3_server.setting_args(),
+    ]  # fmt: skip
+    env = {**scrapy_env(), "SCRAPY_SETTINGS_MODULE": "traverse_crawl.settings"}  # no scrapy.cfg
+    procs = []
+    for name, seeds in (("a", True), ("b", False)):
+        home = tmp_path / name
+        home.mkdir()
+        cmd = command(home, sites, redis_server.url, *into_bucket, seeds=seeds)
+        procs.append(subprocess.Popen(cmd, cwd=home, env=env, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.PIPE, text=True))  # fmt: skip
+    results = finish(procs)
+    for status, err in results:
+        assert status == 0, err[-3000:]
+    assert any("every manifest written" in err for _, err in results)
+    written = s3_server.objects(bucket, "manifests/")
+    found = {name: comparable(json.loads(data)) for name, data in sorted(written.items())}
+    assert found == expected
+    stored = s3_server.objects(bucket, "store/")
+    pages = sum(len(m["pages"]) for m in found.values())
+    assert len(stored) == pages  # one snapshot per page (every page is a 200 here)
+    for home in (tmp_path / "a", tmp_path / "b"):  # nothing was written where they ran
+        assert sorted(os.listdir(home)) == (["seeds.txt"] if home.name == "a" else [])
+    assert not (REPO / "s3:").exists()
