@@ -142,7 +142,7 @@ class ManifestPipeline:
         target = skipped_path(path)
         for _attempt in range(WRITE_ATTEMPTS):
             try:
-                atomic_write(target, lambda out: log.write(out, frontier.seen))
+                write_skipped(path, frontier)
             except OSError as exc:
                 error = exc
             else:
@@ -207,6 +207,14 @@ def write_manifest(path: str, frontier: Frontier) -> None:
         text.detach()  # atomic_write flushes, fsyncs and closes the file itself
 
     atomic_write(path, write)
+
+
+def write_skipped(path: str, frontier: Frontier) -> None:
+    """The seed's links not admitted (``TRAVERSE_SKIPPED``) beside its manifest ``path``,
+    written atomically; nothing when the frontier keeps none."""
+    log = frontier.skipped
+    if log is not None:
+        atomic_write(skipped_path(path), lambda out: log.write(out, frontier.seen))
 
 
 def manifest_path(directory: str, seed_id: str) -> str:
