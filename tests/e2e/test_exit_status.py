@@ -235,8 +235,8 @@ def test_a_bad_setting_in_a_users_own_project_is_exit_2_naming_it(server, tmp_pa
         [error] = [json.loads(x) for x in run.stderr.splitlines()]
         assert error["level"] == "ERROR" and error["message"] == line
     else:
-        [error] = run.stderr.splitlines()
-        assert error.startswith(f"scrapy: error: {line}")
+        [error] = run.stderr.splitlines()  # "__main__.py: error: ..." under python -m scrapy
+        assert error.split(": error: ", 1)[1].startswith(line), error
     assert server.hits == []
 
 

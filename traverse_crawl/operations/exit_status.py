@@ -9,6 +9,7 @@ docs/operations.md ("Exit status").
 
 from __future__ import annotations
 
+import argparse
 import inspect
 import logging
 import signal
@@ -142,5 +143,6 @@ def report_bad_setting(settings: BaseSettings, exc: ConfigError) -> None:
     if json_log.is_json(settings):
         json_log.write_error(message)
     else:
-        sys.stderr.write(f"scrapy: error: {message}\n")
+        # As argparse words a usage error (Scrapy's own): "<program>: error: ...".
+        sys.stderr.write(f"{argparse.ArgumentParser(add_help=False).prog}: error: {message}\n")
         sys.stderr.flush()
