@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 from collections import Counter
@@ -173,6 +174,21 @@ def test_a_snapshot_store_gone_mid_crawl_is_exit_1(server, tmp_path):
     assert failed
     found = read_json(tmp_path / "out" / "stats.json")
     assert found["lost"] == found["stats"]["snapshot/store_failed"] >= len(failed)
+
+
+def test_an_items_feed_that_could_not_be_stored_is_exit_1(server, tmp_path):
+    site(server)
+    with socket.socket() as probe:  # a loopback port where no FTP server listens
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    feed = f"ftp://user:secret@127.0.0.1:{port}/pages.jsonl"
+    run = scrapy(*command(server, tmp_path, "-o", f"{feed}:jsonlines"))
+    assert run.returncode == 1, run.stderr[-2000:]
+    assert "Error storing jsonlines feed" in run.stderr, run.stderr[-2000:]
+    found = read_json(tmp_path / "out" / "stats.json")
+    assert found["lost"] == found["stats"]["feedexport/failed_count/FTPFeedStorage"] == 1
+    (manifest,) = (tmp_path / "manifests").glob("*.json")  # the crawl itself went on
+    assert len(read_json(manifest)["pages"]) == 5
 
 
 def test_a_bad_stats_file_setting_is_exit_2_before_any_request(server, tmp_path):
