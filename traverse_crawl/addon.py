@@ -17,7 +17,7 @@ from scrapy.settings import default_settings as scrapy_defaults
 from scrapy.utils.misc import load_object
 
 from traverse_crawl.config.settings import DEFAULTS, TraverseConfig
-from traverse_crawl.operations import json_log
+from traverse_crawl.operations import exit_status, json_log
 from traverse_crawl.rendering.addon import update_render_settings
 from traverse_crawl.runtime import log_redaction
 
@@ -187,6 +187,8 @@ class Addon:
         # anything: a password in a URL (a seed's, REDIS_URL's, a link's in an item
         # dump) is never printed.
         log_redaction.install()
+        # A bad setting: one line naming it and exit status 2, for any spider's crawl.
+        exit_status.check_at_command_line(settings)
 
     def update_settings(self, settings: BaseSettings) -> None:
         _set_defaults(settings)

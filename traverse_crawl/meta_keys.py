@@ -24,6 +24,7 @@ REVALIDATE_PRIOR = "traverse_revalidate_prior"  # revalidate: the page's prior s
 REPLAY_READ = "traverse_replay_read"  # replay: the reader process's pending read
 WARC_NAVIGATION = "traverse_warc_navigation"  # page guard → WARC: the navigation response
 SNAPSHOT_WRITE = "traverse_snapshot_write"  # capture middleware → pipeline: the snapshot's write
+DOWNLOADER_ENTERED = "traverse_downloader_entered"  # metrics: when it entered its slot's queue
 
 # -- one attempt only (fetch/attempt.py's ATTEMPT_KEYS: a new attempt drops them) ----
 BACKOFF = "traverse_backoff"  # retry → politeness: seconds to wait before this attempt

@@ -1,23 +1,31 @@
-"""Each exit status of ``scrapy crawl traverse`` from a real case, and the stats file.
+"""Each exit status of ``scrapy crawl`` from a real case, and the stats file.
 
 0: the crawl ran, pages failing included; 1: something could not be written for good
-(the manifest directory, or the snapshot store, replaced by a plain file mid-crawl: a
-disk swapped out, which stops root's writes too); 2: a bad setting, nothing requested.
-``TRAVERSE_STATS_FILE`` has each seed's totals as its manifest has them, also after a
-first SIGINT that let the crawl finish.
+(the manifest directory made read-only mid-crawl, or the manifest directory or the
+snapshot store replaced by a plain file mid-crawl: a disk swapped out, which stops
+root's writes too); 2: a bad setting, nothing requested, for the traverse spider and
+for a user's own spider in a project with the add-on. ``TRAVERSE_STATS_FILE`` has each
+seed's totals as its manifest has them, also after a first SIGINT that let the crawl
+finish.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
+import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from tests.e2e.test_addon_project import SETTINGS, make_project
 from tests.support.cli import REPO, crawl_args, scrapy, scrapy_env, wait_for
 from tests.support.server import Reply, Server
 
@@ -113,6 +121,49 @@ def test_a_manifest_directory_gone_mid_crawl_is_exit_1_and_counted_as_lost(serve
     assert totals_of(read_json(Path(seed["manifest"])))["pages"] == seed["pages"] == 5
 
 
+PR_CAPBSET_DROP = 24  # linux/prctl.h
+CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH = 1, 2  # linux/capability.h
+
+
+def without_permission_override() -> None:
+    """In the crawl's process before it starts, when the tests run as root: root without
+    the capabilities that let it write where the mode forbids (as a service run with
+    systemd's ``CapabilityBoundingSet=``), so a read-only directory is read-only to it."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH):
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
+def test_a_manifest_directory_made_read_only_mid_crawl_is_exit_1(server, tmp_path):
+    site(server)
+    manifests = tmp_path / "manifests"
+
+    def read_only(_request: object) -> Reply:
+        manifests.chmod(0o555)
+        return Reply(body="late")
+
+    server.routes["/b"] = read_only
+    (tmp_path / "tmp").mkdir()
+    env = {**scrapy_env(), "TMPDIR": str(tmp_path / "tmp")}  # where the fallback goes
+    try:
+        run = subprocess.run(
+            [sys.executable, "-m", "scrapy", *command(server, tmp_path)], cwd=REPO, env=env,
+            capture_output=True, text=True, timeout=60, check=False,
+            preexec_fn=without_permission_override if os.geteuid() == 0 else None,
+        )  # fmt: skip
+    finally:
+        manifests.chmod(0o755)
+    assert run.returncode == 1, run.stderr[-2000:]
+    assert "could not write manifest" in run.stderr and "Permission denied" in run.stderr
+    assert list(manifests.iterdir()) == []
+    found = read_json(tmp_path / "out" / "stats.json")
+    assert found["lost"] == found["stats"]["traverse/lost"] == 1
+    seed = seed_of(found)
+    assert seed["manifest"].startswith(str(tmp_path / "tmp" / "manifest-exit-"))
+    assert totals_of(read_json(Path(seed["manifest"])))["pages"] == seed["pages"] == 5
+
+
 def test_a_snapshot_store_gone_mid_crawl_is_exit_1(server, tmp_path):
     site(server)
     server.routes["/b"] = _replace_by_a_file(tmp_path / "store")
@@ -123,6 +174,21 @@ def test_a_snapshot_store_gone_mid_crawl_is_exit_1(server, tmp_path):
     assert failed
     found = read_json(tmp_path / "out" / "stats.json")
     assert found["lost"] == found["stats"]["snapshot/store_failed"] >= len(failed)
+
+
+def test_an_items_feed_that_could_not_be_stored_is_exit_1(server, tmp_path):
+    site(server)
+    with socket.socket() as probe:  # a loopback port where no FTP server listens
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    feed = f"ftp://user:secret@127.0.0.1:{port}/pages.jsonl"
+    run = scrapy(*command(server, tmp_path, "-o", f"{feed}:jsonlines"))
+    assert run.returncode == 1, run.stderr[-2000:]
+    assert "Error storing jsonlines feed" in run.stderr, run.stderr[-2000:]
+    found = read_json(tmp_path / "out" / "stats.json")
+    assert found["lost"] == found["stats"]["feedexport/failed_count/FTPFeedStorage"] == 1
+    (manifest,) = (tmp_path / "manifests").glob("*.json")  # the crawl itself went on
+    assert len(read_json(manifest)["pages"]) == 5
 
 
 def test_a_bad_stats_file_setting_is_exit_2_before_any_request(server, tmp_path):
@@ -137,6 +203,56 @@ def test_a_bad_stats_file_setting_is_exit_2_before_any_request(server, tmp_path)
         errors = [x for x in run.stderr.splitlines() if "error:" in x]
         assert len(errors) == 1 and "TRAVERSE_STATS_FILE" in errors[0], run.stderr
         assert line in errors[0]
+    assert server.hits == []
+
+
+USER_SPIDER = """
+import scrapy
+
+
+class PlainSpider(scrapy.Spider):
+    name = "plain"
+
+    async def start(self):
+        yield scrapy.Request(self.url)
+
+    def parse(self, response):
+        yield {"url": response.url}
+"""
+
+
+@pytest.mark.parametrize(
+    ("where", "line"),
+    [
+        ("-s", "TRAVERSE_MAX_PAGES: expected a whole number >= 0, got '-1'"),
+        ("settings.py", "TRAVERSE_MAX_DEPTH: expected a whole number >= 0, got 'deep'"),
+        ("json", "TRAVERSE_MAX_PAGES: expected a whole number >= 0, got '-1'"),
+    ],
+)
+def test_a_bad_setting_in_a_users_own_project_is_exit_2_naming_it(server, tmp_path, where, line):
+    server.site({"/": "home"})
+    root = make_project(tmp_path / "project")
+    (root / "shop" / "spiders" / "plain.py").write_text(USER_SPIDER, encoding="utf-8")
+    extra = ["-s", "TRAVERSE_MAX_PAGES=-1"]
+    if where == "settings.py":
+        settings = SETTINGS + 'TRAVERSE_MAX_DEPTH = "deep"\n'
+        (root / "shop" / "settings.py").write_text(settings, encoding="utf-8")
+        extra = []
+    elif where == "json":
+        extra += ["-s", "TRAVERSE_LOG_FORMAT=json"]
+    run = subprocess.run(
+        [sys.executable, "-m", "scrapy", "crawl", "plain", "-a", f"url={server.url('/')}",
+         *crawl_args(tmp_path, server.origin), *extra],
+        cwd=root, env=scrapy_env(), capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert run.returncode == 2, run.stderr[-3000:]
+    assert "Traceback" not in run.stderr
+    if where == "json":
+        [error] = [json.loads(x) for x in run.stderr.splitlines()]
+        assert error["level"] == "ERROR" and error["message"] == line
+    else:
+        [error] = run.stderr.splitlines()  # "__main__.py: error: ..." under python -m scrapy
+        assert error.split(": error: ", 1)[1].startswith(line), error
     assert server.hits == []
 
 

@@ -4,6 +4,7 @@ manifest's counts; bound to 127.0.0.1 by default; a busy port is exit 2 naming t
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -13,9 +14,11 @@ import urllib.request
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.cli import REPO, crawl_args, scrapy, scrapy_env, wait_for
+from tests.support.redisserver import redis_server  # noqa: F401  (fixture)
 from tests.support.server import Reply, Server
 
 
@@ -112,6 +115,14 @@ def test_metrics_grow_during_a_slow_crawl_and_end_at_the_manifest_counts(server,
     assert last[("traverse_snapshot_writes_total", (("result", "stored"),))] == 14
     assert last[("traverse_manifest_writes_total", (("result", "written"),))] == 1
     assert last[("traverse_fetch_seconds_count", ())] == last[ok] + 3
+    # Politeness: each response's wait for its origin's turn (TRAVERSE_MIN_DELAY=0.1 from
+    # the end of one request of an origin to the start of the next: the fast seed's 14
+    # pages after its first waited at least that each), and the requests waiting now.
+    waits = ("traverse_politeness_wait_seconds_count", ())
+    assert last[waits] == last[("traverse_fetch_seconds_count", ())]
+    assert last[("traverse_politeness_wait_seconds_sum", ())] >= 13 * 0.1
+    assert last[("traverse_politeness_wait_seconds_bucket", (("le", "0.01"),))] < last[waits]
+    assert ("traverse_politeness_waiting", ()) in last
     assert "process_cpu_seconds_total" in {name for name, _ in last}
 
 
@@ -159,3 +170,55 @@ def test_a_busy_port_is_exit_2_naming_the_setting(server: Server, tmp_path):
     assert "Traceback" not in run.stderr
     assert server.paths() == []  # nothing was fetched
     assert time.monotonic() - started < 30
+
+
+@pytest.mark.redis
+def test_each_distributed_worker_serves_its_own_figures(server, redis_server, tmp_path):  # noqa: F811
+    links = "".join(f'<a href="/p{i}">{i}</a>' for i in range(40))
+    server.site({"/": links, **{f"/p{i}": Reply(body=f"page {i}", delay=0.1) for i in range(40)}})
+    ports = [free_port(), free_port()]
+
+    def worker(port: int, *seeds: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [
+                sys.executable, "-m", "scrapy", "crawl", "traverse", *seeds,
+                *crawl_args(tmp_path, server.origin), "-s", "CONCURRENT_REQUESTS=2",
+                "-s", f"REDIS_URL={redis_server.url}", "-s", "TRAVERSE_IDLE_TIMEOUT=20",
+                "-s", f"TRAVERSE_METRICS_PORT={port}", "-s", "LOGSTATS_INTERVAL=0",
+                "-s", "TRAVERSE_MAX_PAGES=41",
+            ],
+            cwd=REPO, env=scrapy_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+
+    procs = [worker(ports[0], "-a", f"url={server.url('/')}", "-a", "source_id=shared")]
+    procs.append(worker(ports[1]))
+    seen: list[Samples] = [{}, {}]
+    try:
+        deadline = time.monotonic() + 60
+        while any(p.poll() is None for p in procs):
+            assert time.monotonic() < deadline, "the workers did not finish"
+            for k, port in enumerate(ports):
+                samples = scrape(port)
+                if samples:
+                    seen[k] = samples
+            time.sleep(0.05)
+        results = [(p.returncode, p.communicate()[1]) for p in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    for status, err in results:
+        assert status == 0, err[-3000:]
+    counted = [sum(pages(samples, "shared").values()) for samples in seen]
+    # Each port answered with its own worker's pages: both worked, neither counts the other's.
+    assert all(n > 0 for n in counted), counted
+    assert sum(counted) <= 41
+    committed = [
+        int(m.group(1)) if (m := re.search(r"'distributed/committed': (\d+)", err)) else 0
+        for _, err in results
+    ]
+    assert all(n <= c for n, c in zip(counted, committed, strict=True)), (counted, committed)
+    manifest = json.loads(next((tmp_path / "manifests").glob("shared-*.json")).read_text())
+    assert len(manifest["pages"]) == sum(committed) == 41

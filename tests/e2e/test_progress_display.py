@@ -1,8 +1,10 @@
 """Progress per seed (``TRAVERSE_PROGRESS``): log lines when stderr is not a terminal, a live
-display under a pseudo-terminal that keeps log lines whole, nothing with ``off``."""
+display under a pseudo-terminal that keeps log lines whole, nothing with ``off``; with JSON
+logs, no display even on a terminal: the progress is logged as JSON lines."""
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import re
@@ -83,3 +85,33 @@ def test_live_display_under_a_pseudo_terminal_keeps_log_lines_whole(server, tmp_
     for text in ("[scrapy.core.engine] INFO: Spider opened", "INFO: Spider closed (finished)"):
         assert any(ln.endswith(text) for ln in lines), text
     assert not any("queued" in ln and "INFO:" in ln for ln in lines)
+
+
+def test_json_logs_on_a_terminal_draw_no_display_and_log_the_progress(server, tmp_path):
+    slow_site(server)
+    leader, follower = pty.openpty()
+    env = {**scrapy_env(), "TERM": "xterm", "COLUMNS": "160", "LINES": "40"}
+    extra = ("-s", "TRAVERSE_LOG_FORMAT=json", "-s", "LOGSTATS_INTERVAL=0.5")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "scrapy", *args(server, tmp_path, *extra)],
+        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=follower,
+    )  # fmt: skip
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # EIO: the other side closed
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait(timeout=120)
+    os.close(leader)
+    assert proc.returncode == 0
+    screen = b"".join(chunks).decode("utf-8")
+    assert "\x1b[" not in screen and "\r\n" in screen  # no escape sequence: nothing drawn
+    lines = [json.loads(line) for line in screen.splitlines()]  # every line, or it fails here
+    progress = [x["message"] for x in lines if LINE.match(x["message"])]
+    assert len(progress) >= 2, screen[-3000:]
+    assert all(x["level"] == "INFO" for x in lines if LINE.match(x["message"]))

@@ -14,6 +14,7 @@ import copy
 import importlib.util
 import json
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -282,12 +283,42 @@ def test_invalid_setting_fails_the_job_naming_the_setting(scrapyd: Scrapyd, tmp_
     assert errors, f"no ERROR line in the job log:\n{log}"
     named = [line for line in log.splitlines() if "TRAVERSE_MAX_PAGES" in line and "-1" in line]
     assert named, f"the log does not name TRAVERSE_MAX_PAGES and its value:\n{log}"
-    # A non-zero exit, which scrapyd's own log reports.
-    assert re.search(rf"Process died: exitstatus=[1-9]\d* .*job='{jobid}'", scrapyd.output(10_000))
+    # Exit status 2, as from a shell, which scrapyd's own log reports.
+    assert re.search(rf"Process died: exitstatus=2 .*job='{jobid}'", scrapyd.output(10_000))
     # Stopped before any request.
     assert hits == []
     assert read_manifests(tmp_path / "manifests") == []
     assert scrapyd.job_items(jobid) == []
+
+
+@pytest.mark.scrapyd
+def test_a_job_that_could_not_write_its_manifest_dies_with_exit_status_1(
+    scrapyd: Scrapyd, tmp_path: Path
+) -> None:
+    manifests = tmp_path / "manifests"
+
+    def gone(_request: object) -> Reply:  # the manifest directory's disk swapped out
+        if manifests.is_dir():
+            shutil.rmtree(manifests)
+            manifests.write_text("a file where the directory was", encoding="utf-8")
+        return Reply(body="<p>leaf</p>")
+
+    with serving() as server:
+        site(server)
+        server.routes["/c.html"] = gone
+        jobid = scrapyd.schedule(
+            "traverse",
+            args={"url": server.url("/index.html")},
+            settings={
+                "TRAVERSE_EGRESS_ALLOW": server.origin,
+                "TRAVERSE_MANIFEST_DIR": str(manifests),
+                "TRAVERSE_STORE": str(tmp_path / "store"),
+            },
+        )
+        scrapyd.wait(jobid)
+    log = scrapyd.job_log(jobid)
+    assert "could not write manifest" in log, log
+    assert re.search(rf"Process died: exitstatus=1 .*job='{jobid}'", scrapyd.output(10_000))
 
 
 @pytest.mark.scrapyd

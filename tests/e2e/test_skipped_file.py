@@ -114,15 +114,6 @@ def test_a_resumed_crawl_writes_each_skipped_url_once(server, tmp_path):
     assert read(path) == expected(server)
 
 
-def test_refused_with_redis_url(tmp_path):
-    run = scrapy(
-        "crawl", "traverse", "-a", "url=http://127.0.0.1:9/", *crawl_args(tmp_path),
-        "-s", "TRAVERSE_SKIPPED=True", "-s", "REDIS_URL=redis://127.0.0.1:9/0",
-    )  # fmt: skip
-    assert run.returncode == 2
-    assert "TRAVERSE_SKIPPED" in run.stderr and "REDIS_URL" in run.stderr
-
-
 def test_the_report_counts_the_skipped_urls_by_reason_and_host(server, tmp_path):
     skipping_site(server)
     _, run = crawl(server, tmp_path, "-s", "TRAVERSE_SKIPPED=True")

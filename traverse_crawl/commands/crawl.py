@@ -23,7 +23,7 @@ from traverse_crawl.config.settings import LogFormat, TraverseConfig, parse_choi
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.jobdir.pipeline import jobdir_path, resolve_seeds
 from traverse_crawl.operations import json_log
-from traverse_crawl.operations.exit_status import lost_count
+from traverse_crawl.operations.exit_status import command_checks, lost_count
 from traverse_crawl.rendering.addon import check_render
 from traverse_crawl.storage.bucket import BucketLocation
 from traverse_crawl.storage.location import is_bucket_url, open_location
@@ -90,6 +90,7 @@ class Command(ScrapyCrawlCommand):
             # Scrapy configures logging with LOG_LEVEL before run(): a bad level
             # would end in a traceback there.
             if self.settings is not None and args and args[0] == "traverse":
+                command_checks(self.settings)  # run() checks every setting, not the add-on
                 try:
                     parse_log_level("LOG_LEVEL", self.settings.get("LOG_LEVEL"))
                     parse_choice(

@@ -348,12 +348,6 @@ class TraverseConfig:
             values[attr] = parse(name, default if value is None else value)
         check_scrapy_settings(settings)  # Scrapy's own settings a crawl relies on
         redis = RedisConfig.from_settings(settings)
-        if values["skipped"] and redis.enabled:
-            # Redis workers commit pages out of one frontier's BFS order (docs/operations.md).
-            raise ConfigError(
-                "TRAVERSE_SKIPPED/REDIS_URL",
-                "TRAVERSE_SKIPPED is not supported with REDIS_URL yet; leave it off",
-            )
         return cls(**values, redis=redis)
 
 

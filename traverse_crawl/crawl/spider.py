@@ -422,7 +422,10 @@ class TraverseSpider(Spider):
         frontier = self.frontiers.get(seed_key)
         if frontier is None:  # a worker joins the seed: its pages are Redis's (no spool)
             seed, c = self.seeds[seed_key], self.config
-            frontier = Frontier(seed.id, seed.url, c.max_pages, c.max_depth, c.mode)
+            # ``skipped``: the pages' other links go to Redis with their records.
+            frontier = Frontier(
+                seed.id, seed.url, c.max_pages, c.max_depth, c.mode, skipped=c.skipped
+            )
             self.frontiers[seed_key] = frontier
         return frontier
 

@@ -4,7 +4,8 @@
 command's check, before the reactor) speak the same scripts. What is kept mirrors
 ``JOBDIR`` (``jobdir/state.py``), and a seed's manifest is rebuilt from its page
 records by the reference ``Frontier`` (``manifest_of``), so it is byte for byte the
-manifest of a single-process crawl.
+manifest of a single-process crawl; so is its skipped file (``TRAVERSE_SKIPPED``), from
+the links each record keeps.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import redis.asyncio
 from traverse_crawl.config.settings import TraverseConfig
 from traverse_crawl.crawl.frontier import Frontier
 from traverse_crawl.crawl.seeds import Seed
+from traverse_crawl.crawl.spool import Spool
 from traverse_crawl.distributed import lua_scripts as scripts
 from traverse_crawl.distributed.client import Keys, connect_sync
 from traverse_crawl.errors import ConfigError
@@ -28,6 +30,15 @@ from traverse_crawl.storage.location import canonical
 
 FORMAT = "traverse_crawl-redis"
 VERSION = 1
+# Page records read from Redis at a time while a seed's manifest is rebuilt: with the
+# crawl's spool the rebuilt pages and skipped links wait on disk, so the writer's memory
+# does not grow with the seed (as a single process's frontier, crawl/frontier.py).
+RECORDS_READ = 1000
+
+
+# Settings of the definition written only when not at their default (so a crawl defined
+# before they existed still matches), and that default.
+OPTIONAL: dict[str, Any] = {"TRAVERSE_SKIPPED": False}
 
 
 def definition(config: TraverseConfig) -> str:
@@ -49,6 +60,8 @@ def definition(config: TraverseConfig) -> str:
         # ones would mix groups in one manifest.
         "USER_AGENT": config.user_agent,
     }
+    if config.skipped:  # every worker keeps the links it did not follow (OPTIONAL)
+        doc["TRAVERSE_SKIPPED"] = True
     return json.dumps(doc, sort_keys=True, separators=(",", ":"))
 
 
@@ -78,11 +91,12 @@ def check_join(result: list[Any], keys: Keys, config: TraverseConfig) -> None:
     mine = definition(config)
     if result[0] != mine:
         theirs, ours = json.loads(result[0]), json.loads(mine)
-        for name in sorted(ours):
-            if theirs.get(name) != ours[name]:
+        for name in sorted(set(ours) | set(theirs)):
+            have, want = ours.get(name, OPTIONAL.get(name)), theirs.get(name, OPTIONAL.get(name))
+            if have != want:
                 raise ConfigError(
-                    name, f"this worker has {ours[name]!r}, but crawl {keys.crawl_id!r} in "
-                    f"Redis has {theirs.get(name)!r}; every worker of a crawl must define it alike"
+                    name, f"this worker has {have!r}, but crawl {keys.crawl_id!r} in "
+                    f"Redis has {want!r}; every worker of a crawl must define it alike"
                 )  # fmt: skip
     if len(result) > 1:
         raise ConfigError(
@@ -197,16 +211,39 @@ class RemoteFrontier:
         )
         return int(seeds), int(written or 0)
 
-    async def records(self, seed: int) -> list[dict[str, Any]]:
-        found = await self.conn.hgetall(self.keys.seed(seed, "records"))
-        return [json.loads(text) for text in found.values()]
+    async def records(self, seed: int, start: int, count: int = RECORDS_READ) -> list[Any]:
+        """The page records of indices ``start`` to ``start + count - 1``, in index order,
+        up to the first one missing. A finished seed has a record for every index below
+        its page count, so reading from 0 until a short batch reads them all."""
+        indices = [str(index) for index in range(start, start + count)]
+        found = await self.conn.hmget(self.keys.seed(seed, "records"), indices)
+        out = []
+        for text in found:
+            if text is None:
+                break
+            out.append(json.loads(text))
+        return out
+
+
+def rebuilt_frontier(seed: Seed, config: TraverseConfig, spool: Spool | None = None) -> Frontier:
+    """An empty reference ``Frontier`` of the seed, for ``replay_records``."""
+    frontier = Frontier(
+        seed.id, seed.url, config.max_pages, config.max_depth, config.mode,
+        spool=spool, skipped=config.skipped,
+    )  # fmt: skip
+    frontier.admit()
+    return frontier
+
+
+def replay_records(frontier: Frontier, key: int, records: list[dict[str, Any]]) -> None:
+    """Feed page records to the frontier; batches in index order replay as one would."""
+    jobstate.replay({key: frontier}, records)
 
 
 def manifest_of(
     seed: Seed, key: int, config: TraverseConfig, records: list[dict[str, Any]]
 ) -> Frontier:
     """The seed's frontier rebuilt by the reference ``Frontier`` from its page records."""
-    frontier = Frontier(seed.id, seed.url, config.max_pages, config.max_depth, config.mode)
-    frontier.admit()
-    jobstate.replay({key: frontier}, records)
+    frontier = rebuilt_frontier(seed, config)
+    replay_records(frontier, key, records)
     return frontier

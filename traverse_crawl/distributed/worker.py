@@ -25,16 +25,28 @@ from traverse_crawl.config.settings import TraverseConfig
 from traverse_crawl.crawl import seeds as seedlib
 from traverse_crawl.crawl.frontier import Admission, Frontier, Outcome
 from traverse_crawl.crawl.items import PageItem
+from traverse_crawl.crawl.spool import Spool
 from traverse_crawl.crawl.stop import stopping
 from traverse_crawl.crawl.worker_protocol import WorkerSpider
 from traverse_crawl.distributed.client import Keys, RedisLost, Retrying, client
-from traverse_crawl.distributed.frontier import RemoteFrontier, Task, manifest_of
+from traverse_crawl.distributed.frontier import (
+    RECORDS_READ,
+    RemoteFrontier,
+    Task,
+    rebuilt_frontier,
+    replay_records,
+)
 from traverse_crawl.errors import FetchError
 from traverse_crawl.fetch import urls
 from traverse_crawl.jobdir.state import page_record
-from traverse_crawl.manifests.pipeline import manifest_path, shown_manifest_path
+from traverse_crawl.manifests.pipeline import (
+    manifest_path,
+    shown_manifest_path,
+    write_manifest,
+    write_skipped,
+)
 from traverse_crawl.stats import inc, inc_lost
-from traverse_crawl.storage.location import write_json_at
+from traverse_crawl.storage.location import open_location, spool_directory
 from traverse_crawl.utils.redact import redact_url
 
 logger = logging.getLogger(__name__)
@@ -218,11 +230,17 @@ class Worker:
             inc(self.crawler.stats, "distributed/committed")
 
     async def _write_manifest(self, task: Task) -> None:
+        spool = Spool(spool_directory(self.config.manifest_dir))
         try:
             await self._frontier(task.seed)  # the seed list, up to this seed
             seed = self.seeds[task.seed]
-            records = await self.call(self.remote.records, task.seed)
-            frontier = manifest_of(seed, task.seed, self.config, records)
+            frontier, start = rebuilt_frontier(seed, self.config, spool), 0
+            while True:  # the records in batches: the rebuilt pages wait in the spool
+                batch = await self.call(self.remote.records, task.seed, start)
+                replay_records(frontier, task.seed, batch)
+                start += len(batch)
+                if len(batch) < RECORDS_READ:
+                    break
             if not frontier.finished:  # the Lua port and the reference disagree: a bug
                 logger.error(
                     "seed %r: its records in Redis do not make a finished crawl "
@@ -233,7 +251,14 @@ class Worker:
                 inc_lost(self.crawler.stats, "distributed/error")
                 return
             path = manifest_path(self.config.manifest_dir, seed.id)
-            await asyncio.to_thread(write_json_at, path, frontier.manifest(), self.crawler.settings)
+            location = open_location(
+                "TRAVERSE_MANIFEST_DIR", self.config.manifest_dir, self.crawler.settings
+            )
+            # The skipped file first: once a seed's manifest is there, so is that file.
+            await asyncio.to_thread(write_skipped, path, frontier, location)
+            if frontier.skipped is not None:
+                inc(self.crawler.stats, "manifest/skipped_written")
+            await asyncio.to_thread(write_manifest, path, frontier, location)
             done = await self.call(self.remote.manifest_done, task)
             shown = shown_manifest_path(self.config.manifest_dir, seed.id)
             logger.info("manifest for seed %r: %s", seed.id, shown)
@@ -241,10 +266,12 @@ class Worker:
         except RedisLost as exc:
             self._fail(str(exc))
         except OSError as exc:
-            logger.error("seed %r: cannot write its manifest (%s); another worker will try "
-                         "after TRAVERSE_LEASE_TIMEOUT", task.seed, exc)  # fmt: skip
+            what = "manifest or skipped file" if self.config.skipped else "manifest"
+            logger.error("seed %r: cannot write its %s (%s); another worker will try "
+                         "after TRAVERSE_LEASE_TIMEOUT", task.seed, what, exc)  # fmt: skip
             inc_lost(self.crawler.stats, "manifest/error")
         finally:
+            spool.close()
             self.held.pop(task.name, None)
             self.wake.set()
 

@@ -149,9 +149,7 @@ class ManifestPipeline:
         target = skipped_path(path)
         for _attempt in range(WRITE_ATTEMPTS):
             try:
-                self.location.write_stream(
-                    os.path.basename(target), lambda out: log.write(out, frontier.seen)
-                )
+                write_skipped(path, frontier, self.location)
             except OSError as exc:
                 error = exc
             else:
@@ -220,6 +218,20 @@ def write_manifest(path: str, frontier: Frontier, location: Location | None = No
         atomic_write(path, write)
     else:
         location.write_stream(os.path.basename(path), write)
+
+
+def write_skipped(path: str, frontier: Frontier, location: Location | None = None) -> None:
+    """The seed's links not admitted (``TRAVERSE_SKIPPED``) beside its manifest ``path``,
+    written atomically (in ``location``, as ``write_manifest``); nothing when the
+    frontier keeps none."""
+    log = frontier.skipped
+    if log is None:
+        return
+    target = skipped_path(path)
+    if location is None:
+        atomic_write(target, lambda out: log.write(out, frontier.seen))
+    else:
+        location.write_stream(os.path.basename(target), lambda out: log.write(out, frontier.seen))
 
 
 def manifest_path(directory: str, seed_id: str) -> str:

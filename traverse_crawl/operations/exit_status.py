@@ -1,22 +1,32 @@
-"""Exit status 1 when something was lost, for any spider of a project with the add-on.
+"""Exit statuses 1 and 2 for any spider of a project with the add-on.
 
-What a crawl could not keep for good (a manifest, a JOBDIR or Redis commit, a snapshot)
-is counted in ``traverse/lost``; a feed (an items file) Scrapy could not store, in
-Scrapy's ``feedexport/failed_count/*``. The table of exit statuses is in
+1: what a crawl could not keep for good (a manifest, a JOBDIR or Redis commit, a
+snapshot) is counted in ``traverse/lost``; a feed (an items file) Scrapy could not store,
+in Scrapy's ``feedexport/failed_count/*``. 2: a bad setting, found by the add-on before
+the crawler process exists (``check_at_command_line``). The table of exit statuses is in
 docs/operations.md ("Exit status").
 """
 
 from __future__ import annotations
 
+import argparse
+import inspect
 import logging
 import signal
+import sys
 from collections.abc import Mapping
 from typing import Any
 
 from scrapy import signals
 from scrapy.crawler import Crawler
+from scrapy.settings import BaseSettings, Settings
+from scrapy.utils.log import configure_logging
 
+from traverse_crawl.config.settings import TraverseConfig
+from traverse_crawl.errors import ConfigError
+from traverse_crawl.operations import json_log
 from traverse_crawl.stats import LOST
+from traverse_crawl.utils.redact import redact_text
 
 logger = logging.getLogger(__name__)
 
@@ -71,3 +81,68 @@ class LostResultsExitStatus:
         process = self.process or running_process()
         if process is not None:
             process.bootstrap_failed = True
+
+
+# Set on the settings object by a command that checks the traverse settings itself (the
+# project's ``crawl`` command for the ``traverse`` spider, with its further checks).
+CHECKED_BY_COMMAND = "checked_by_traverse_command"
+
+
+def command_checks(settings: BaseSettings) -> None:
+    setattr(settings, CHECKED_BY_COMMAND, True)
+
+
+def command_line_running() -> bool:
+    """Whether Scrapy's command line runs this: ``scrapy ...`` and scrapyd's jobs call
+    ``scrapy.cmdline.execute``; a script that builds a crawler process does not."""
+    execute = getattr(sys.modules.get("scrapy.cmdline"), "execute", None)
+    code = getattr(execute, "__code__", None)
+    frame = inspect.currentframe()
+    while code is not None and frame is not None:
+        if frame.f_code is code:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def check_at_command_line(settings: BaseSettings) -> None:
+    """A bad setting ends a ``scrapy`` command that crawls (``scrapy crawl myspider`` in a
+    user's project, a scrapyd job) with one line naming it and exit status 2, before
+    any crawler exists.
+
+    Called by the add-on's ``update_pre_crawler_settings``, as the crawler process is
+    built. Scrapy maps its ``UsageError`` to 2 only around a command's ``run``; the
+    process is built before it, and a crawler applies the add-on's settings only once
+    the reactor runs, where an error can only fail the crawl (exit 1, with a
+    traceback). So the line is written here and the command ends as Scrapy ends a
+    usage error. Outside the command line (a script's crawler process) nothing is
+    checked here: the crawler raises the same ``ConfigError`` when it starts.
+    """
+    if getattr(settings, CHECKED_BY_COMMAND, False) or not command_line_running():
+        return
+    try:
+        TraverseConfig.from_settings(settings)
+    except ConfigError as exc:
+        report_bad_setting(settings, exc)
+        raise SystemExit(USAGE) from None
+
+
+def report_bad_setting(settings: BaseSettings, exc: ConfigError) -> None:
+    """As the ``crawl`` command reports it: on stderr (a JSON line with
+    ``TRAVERSE_LOG_FORMAT=json``), and in ``LOG_FILE`` when one is set (scrapyd's job log)."""
+    message = redact_text(str(exc))
+    if settings.get("LOG_FILE"):
+        try:  # the crawl's own log handler, as it would have been built
+            configure_logging(settings if isinstance(settings, Settings) else Settings(settings))
+        except Exception:  # a log setting that cannot be used: stderr only
+            pass
+        else:
+            logging.getLogger("traverse_crawl").error("%s", message)
+            if json_log.is_json(settings):
+                return
+    if json_log.is_json(settings):
+        json_log.write_error(message)
+    else:
+        # As argparse words a usage error (Scrapy's own): "<program>: error: ...".
+        sys.stderr.write(f"{argparse.ArgumentParser(add_help=False).prog}: error: {message}\n")
+        sys.stderr.flush()

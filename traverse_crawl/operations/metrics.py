@@ -3,7 +3,7 @@
 The add-on registers ``MetricsExtension`` only when the port is set, so a crawl without it
 never imports prometheus_client. Almost every figure is read when ``/metrics`` is scraped,
 from what the crawl keeps anyway (Scrapy's stats, the frontiers, the downloader); per page
-there are two counts, of its outcome and of its download latency.
+there are three counts: its outcome, its download latency and its wait for its origin.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import errno
 import socket
 from bisect import bisect_left
 from collections.abc import Iterator
+from time import monotonic
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Histogram, ProcessCollector, generate_latest
@@ -37,12 +38,16 @@ from traverse_crawl.crawl.frontier import Frontier
 from traverse_crawl.crawl.items import PageItem
 from traverse_crawl.crawl.progress import SeedProgress
 from traverse_crawl.errors import ConfigError
+from traverse_crawl.meta_keys import DOWNLOADER_ENTERED
 from traverse_crawl.signals import seed_started
 from traverse_crawl.utils.redact import redact_text
 
 PATH = b"/metrics"
 # Prometheus's default latency buckets, in seconds (the last one is +Inf).
 BOUNDS: tuple[float, ...] = tuple(b for b in Histogram.DEFAULT_BUCKETS if b != float("inf"))
+# A politeness wait runs up to the origin's delay (seconds, or a Crawl-delay) or a
+# retry's backoff: buckets from 10 ms to 5 minutes.
+WAIT_BOUNDS: tuple[float, ...] = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
 STATUS_PREFIX = "downloader/response_status_count/"
 EXCEPTION_PREFIX = "downloader/exception_type_count/"
 
@@ -86,6 +91,8 @@ class MetricsExtension:
         self.pages: dict[tuple[str, str], int] = {}
         self.latency_buckets = [0] * (len(BOUNDS) + 1)
         self.latency_sum = 0.0
+        self.wait_buckets = [0] * (len(WAIT_BOUNDS) + 1)
+        self.wait_sum = 0.0
         # The crawl's own registry, not prometheus_client's global one: two crawlers in
         # one process (or tests) never see each other's figures.
         self.registry = CollectorRegistry(auto_describe=False)
@@ -94,6 +101,8 @@ class MetricsExtension:
         crawler.signals.connect(self.seed_started, signal=seed_started)
         crawler.signals.connect(self.item_scraped, signal=signals.item_scraped)
         crawler.signals.connect(self.response_received, signal=signals.response_received)
+        crawler.signals.connect(self.entered, signal=signals.request_reached_downloader)
+        crawler.signals.connect(self.headers_received, signal=signals.headers_received)
         crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
         self.port = self.listen(config.metrics_host, config.metrics_port)
 
@@ -143,6 +152,23 @@ class MetricsExtension:
             seed_id = redact_text(seeds[seed_key].id) if seeds is not None else str(seed_key)
             self.seed_ids[seed_key] = seed_id
         return seed_id
+
+    def entered(self, request: Request, spider: Spider) -> None:
+        # Sent as the request joins its origin's slot queue, after the downloader
+        # middlewares (robots.txt, politeness) let it through.
+        request.meta[DOWNLOADER_ENTERED] = monotonic()
+
+    def headers_received(
+        self, headers: Any, body_length: int, request: Request, spider: Spider
+    ) -> None:
+        # Scrapy's handler sets download_latency (send to headers, monotonic) just
+        # before this signal: what came before the send was the wait for the origin.
+        entered = request.meta.get(DOWNLOADER_ENTERED)
+        latency = request.meta.get("download_latency")
+        if entered is not None and latency is not None:
+            wait = max(0.0, monotonic() - latency - entered)
+            self.wait_buckets[bisect_left(WAIT_BOUNDS, wait)] += 1
+            self.wait_sum += wait
 
     def response_received(self, response: Response, request: Request, spider: Spider) -> None:
         latency = request.meta.get("download_latency")
@@ -199,14 +225,17 @@ class CrawlCollector(Collector):
             value=stats.get("downloader/response_bytes", 0),
         )  # fmt: skip
 
-        cumulative, buckets = 0, []
-        for bound, count in zip((*BOUNDS, float("inf")), ext.latency_buckets, strict=True):
-            cumulative += count
-            buckets.append(("+Inf" if bound == float("inf") else repr(bound), cumulative))
         yield HistogramMetricFamily(
             "traverse_fetch_seconds", "Download latency of each response, in seconds.",
-            buckets=buckets, sum_value=ext.latency_sum,
+            buckets=cumulative(BOUNDS, ext.latency_buckets), sum_value=ext.latency_sum,
         )  # fmt: skip
+        yield HistogramMetricFamily(
+            "traverse_politeness_wait_seconds",
+            "Seconds each download waited for its origin's turn before it was sent (the "
+            "delay, one request at a time, a retry's backoff).",
+            buckets=cumulative(WAIT_BOUNDS, ext.wait_buckets),
+            sum_value=ext.wait_sum,
+        )
 
         engine = ext.crawler.engine
         downloader = engine.downloader if engine is not None else None
@@ -242,6 +271,15 @@ class CrawlCollector(Collector):
         for result, key in (("written", "written"), ("failed", "error"), ("fallback", "fallback")):
             manifests.add_metric([result], stats.get(f"manifest/{key}", 0))
         yield manifests
+
+
+def cumulative(bounds: tuple[float, ...], counts: list[int]) -> list[tuple[str, int]]:
+    """A histogram's buckets as Prometheus wants them: cumulative counts, +Inf last."""
+    total, buckets = 0, []
+    for bound, count in zip((*bounds, float("inf")), counts, strict=True):
+        total += count
+        buckets.append(("+Inf" if bound == float("inf") else repr(float(bound)), total))
+    return buckets
 
 
 class MetricsPage(Resource):

@@ -9,15 +9,18 @@ equal the single-process one.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
+import redis.asyncio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -25,9 +28,17 @@ from tests.support.redisserver import RedisServer
 from traverse_crawl.config.settings import TraverseConfig
 from traverse_crawl.crawl.frontier import Frontier, Outcome
 from traverse_crawl.crawl.seeds import Seed
+from traverse_crawl.crawl.spool import Spool
 from traverse_crawl.distributed import lua_scripts as scripts
 from traverse_crawl.distributed.client import Keys
-from traverse_crawl.distributed.frontier import join_sync, manifest_of, parse_tasks
+from traverse_crawl.distributed.frontier import (
+    RemoteFrontier,
+    join_sync,
+    manifest_of,
+    parse_tasks,
+    rebuilt_frontier,
+    replay_records,
+)
 from traverse_crawl.jobdir.state import page_record
 
 pytestmark = pytest.mark.redis
@@ -44,20 +55,20 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
 
 
 def fetch(url: str, graph: dict[str, list[str]]) -> Outcome:
-    """A page's outcome: a snapshot-like record and its links (unknown URLs are 404s)."""
+    """A page's outcome: a snapshot-like record and its links (unknown URLs are 404s),
+    and one off-origin link of its own, after its first link (``TRAVERSE_SKIPPED``)."""
     if url not in graph:
         return Outcome({"error": {"kind": "http-error", "message": "404", "status": 404}})
-    return Outcome({"snapshot": {"url": url}}, links=list(graph[url]))
+    off = [["http://other.test/" + url.rsplit("/", 1)[-1], "off-origin", 1]]
+    return Outcome({"snapshot": {"url": url}}, links=list(graph[url]), skipped=off)
 
 
 def reference(graph: dict[str, list[str]], pages: int, depth: int, rng: random.Random) -> Any:
-    frontier = Frontier("s", SITE + "/", pages, depth, "live")
+    frontier = Frontier("s", SITE + "/", pages, depth, "live", skipped=True)
     waiting = list(frontier.admit())
     while waiting:
         adm = waiting.pop(rng.randrange(len(waiting)))
-        outcome = fetch(adm.url, graph)
-        if not frontier.may_follow(adm.depth):
-            outcome.links = []
+        outcome = fetch(adm.url, graph)  # links at the depth limit too, as with TRAVERSE_SKIPPED
         waiting += frontier.record(adm.index, outcome)[1]
     assert frontier.finished
     return frontier.manifest(), frontier
@@ -102,7 +113,24 @@ def distributed(
     records = [json.loads(v) for v in conn.hgetall(keys.seed(0, "records")).values()]
     frontier = manifest_of(Seed("s", SITE + "/"), 0, config, records)
     assert frontier.finished and len(records) == len(frontier.pages)
-    return frontier.manifest(), keys
+    return frontier.manifest(), keys, frontier
+
+
+async def rebuilt_in_batches(
+    url: str, keys: Keys, config: TraverseConfig, size: int, spool: Spool
+) -> Frontier:
+    """As a worker rebuilds a seed to write its files: its records read a few at a time."""
+    conn = redis.asyncio.Redis.from_url(url, decode_responses=True)
+    remote = RemoteFrontier(conn, keys, 60, "writer")
+    frontier, start = rebuilt_frontier(Seed("s", SITE + "/"), config, spool), 0
+    while True:
+        batch = await remote.records(0, start, size)
+        replay_records(frontier, 0, batch)
+        start += len(batch)
+        if len(batch) < size:
+            break
+    await conn.aclose()
+    return frontier
 
 
 graphs = st.integers(min_value=1, max_value=40).flatmap(
@@ -122,19 +150,35 @@ graphs = st.integers(min_value=1, max_value=40).flatmap(
     seed=st.integers(min_value=0, max_value=2**32),
 )
 def test_lua_frontier_equals_the_reference(
-    server: RedisServer, links: list[list[int]], pages: int, depth: int, seed: int
+    server: RedisServer,
+    tmp_path: Path,
+    links: list[list[int]],
+    pages: int,
+    depth: int,
+    seed: int,
 ) -> None:
     graph = {f"{SITE}/" if i == 0 else f"{SITE}/p{i}": [
         f"{SITE}/" if j == 0 else f"{SITE}/p{j}" for j in out
     ] for i, out in enumerate(links)}  # fmt: skip
     config = TraverseConfig.from_settings(
-        {"TRAVERSE_MAX_PAGES": pages, "TRAVERSE_MAX_DEPTH": depth, "TRAVERSE_MODE": "live"}
-    )
+        {"TRAVERSE_MAX_PAGES": pages, "TRAVERSE_MAX_DEPTH": depth, "TRAVERSE_MODE": "live",
+         "TRAVERSE_SKIPPED": True}
+    )  # fmt: skip
     conn = redis.Redis.from_url(server.url, decode_responses=True)
     crawl = f"prop-{time.monotonic_ns()}"
     expected, ref = reference(graph, pages, depth, random.Random(seed))
-    manifest, keys = distributed(conn, crawl, graph, config, random.Random(seed + 1))
+    manifest, keys, rebuilt = distributed(conn, crawl, graph, config, random.Random(seed + 1))
     assert manifest == expected
+    skipped = list(ref.skipped.lines(ref.seen))
+    assert list(rebuilt.skipped.lines(rebuilt.seen)) == skipped
+    # Read back in batches into a spooled frontier, as a worker writes a seed's files.
+    spool = Spool(str(tmp_path))
+    with ThreadPoolExecutor(1) as thread:  # asyncio.run: not in this thread's running loop
+        run = thread.submit(asyncio.run, rebuilt_in_batches(server.url, keys, config, 3, spool))
+        batched = run.result()
+    assert batched.manifest() == expected
+    assert list(batched.skipped.lines(batched.seen)) == skipped
+    spool.close()
     # The Lua port's own state, not only the manifest rebuilt from its records.
     queue = [tuple(json.loads(e)[:2]) for e in conn.lrange(keys.seed(0, "queue"), 0, -1)]
     assert queue == ref.queue
