@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, BinaryIO, Protocol
 
 from traverse_crawl.errors import ConfigError
-from traverse_crawl.utils.atomic import atomic_write, atomic_write_bytes, atomic_write_json
+from traverse_crawl.utils.atomic import atomic_write, atomic_write_bytes
 
 BUCKET_SCHEME = "s3://"
 
@@ -152,15 +152,6 @@ def write_json(location: Location, key: str, obj: Any) -> None:
         text.detach()
 
     location.write_stream(key, write)
-
-
-def write_json_at(path: str, obj: Any, settings: Mapping[str, Any] | Any) -> None:
-    """``write_json`` to a file's path or ``s3://BUCKET/KEY`` (``settings``: the ``AWS_*``)."""
-    if is_bucket_url(path):
-        directory, _, name = path.rstrip("/").rpartition("/")
-        write_json(open_location("TRAVERSE_MANIFEST_DIR", directory, settings), name, obj)
-    else:
-        atomic_write_json(path, obj)
 
 
 def spool_directory(directory: str) -> str:
