@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -36,6 +37,33 @@ UNREACHABLE = (RedisConnectionError, RedisTimeoutError, OSError)
 
 class RedisLost(Exception):
     """Redis stayed unreachable for ``TRAVERSE_REDIS_RETRY`` seconds during a crawl."""
+
+
+class CrawlVanished(RedisLost):
+    """Redis answers, but without the crawl's state (restarted empty, flushed, evicted)."""
+
+
+async def claim_identity(conn: redis.asyncio.Redis, keys: Keys) -> str:
+    """The crawl's identity token: set now if the crawl has none (the first worker), else
+    the one set at its start. One transaction, so two workers never set two tokens."""
+    async with conn.pipeline(transaction=True) as pipe:
+        pipe.set(keys.identity, uuid.uuid4().hex, nx=True)
+        pipe.get(keys.identity)
+        _, token = await pipe.execute()
+    return str(token)
+
+
+async def check_identity(conn: redis.asyncio.Redis, keys: Keys, token: str, url: str) -> None:
+    """``CrawlVanished`` when the crawl's identity token is not ``token`` any more."""
+    found = await conn.get(keys.identity)
+    if found != token:
+        raise CrawlVanished(
+            f"REDIS_URL: the state of crawl {keys.crawl_id!r} vanished from Redis at "
+            f"{redact_url(url)} (restarted without persistence, flushed or evicted?); "
+            "what this crawl recorded there is lost, and its manifests are not written: "
+            "start it again (a new TRAVERSE_CRAWL_ID, or its keys deleted), and keep "
+            "Redis's data (AOF or RDB, maxmemory-policy noeviction)"
+        )
 
 
 def redis_config(settings: SettingsLike | RedisConfig) -> RedisConfig:
@@ -97,7 +125,9 @@ class Keys:
     JSON by number), ``ready`` (sorted set: tasks to take), ``leases`` (sorted
     set: taken tasks → expiry, Redis time in ms), ``tokens`` (hash: task →
     lease token), ``counter`` (lease tokens), ``workers`` (sorted set: worker →
-    last heartbeat), ``written`` (count of manifests written). Per seed number
+    last heartbeat), ``written`` (count of manifests written), ``identity`` (a random
+    token the crawl's first worker sets: gone or another, the crawl's state vanished
+    from Redis). Per seed number
     ``n``: ``seed(n, part)`` for its ``state`` (hash), ``queue`` (list of
     ``[url, depth, parent]``), ``seen`` and ``overflow`` (sets), ``pending``
     (hash: index → links not yet committed), ``records`` (hash: index → page
@@ -116,6 +146,7 @@ class Keys:
         self.counter = self.key("counter")
         self.workers = self.key("workers")
         self.written = self.key("written")
+        self.identity = self.key("identity")
         self.pattern = self.prefix + "*"  # every key of the crawl (SCAN MATCH)
 
     def key(self, *parts: object) -> str:

@@ -27,7 +27,14 @@ from traverse_crawl.crawl.frontier import Admission, Frontier, Outcome
 from traverse_crawl.crawl.items import PageItem
 from traverse_crawl.crawl.stop import stopping
 from traverse_crawl.crawl.worker_protocol import WorkerSpider
-from traverse_crawl.distributed.client import Keys, RedisLost, Retrying, client
+from traverse_crawl.distributed.client import (
+    Keys,
+    RedisLost,
+    Retrying,
+    check_identity,
+    claim_identity,
+    client,
+)
 from traverse_crawl.distributed.frontier import RemoteFrontier, Task, manifest_of
 from traverse_crawl.errors import FetchError
 from traverse_crawl.fetch import urls
@@ -70,6 +77,11 @@ class Worker:
         self.failed = False
         self.dry = False  # the last commit found the queue empty: wait for the next poll
         self.closing: asyncio.Future[None] | None = None
+        self.identity = ""  # the crawl's identity token in Redis, once joined
+
+    async def check_identity(self) -> None:
+        """``CrawlVanished`` (a ``RedisLost``) when the crawl's state left Redis."""
+        await self.call(check_identity, self.conn, self.keys, self.identity, self.redis.url)
 
     async def call(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
         return await self.retrying(fn, *args)
@@ -80,6 +92,7 @@ class Worker:
         """The spider's ``start()``: ``seeds`` (its arguments') join the crawl first."""
         try:
             await self.call(self.remote.join, self.config, seeds)
+            self.identity = await self.call(claim_identity, self.conn, self.keys)
             self.heartbeat = asyncio.ensure_future(self._heartbeat())
             logger.info(
                 "worker %s joined crawl %r at %s", self.name, self.keys.crawl_id,
@@ -108,6 +121,7 @@ class Worker:
                 continue
             active = bool(self.held)
             if not self.held:  # the crawl can only be over (or empty) when nothing is held
+                await self.check_identity()
                 seeds, written = await self.call(self.remote.progress)
                 active = written < seeds
                 if seeds and written >= seeds and not self.held:
@@ -211,6 +225,11 @@ class Worker:
             if not self._schedule(new):
                 self.inbox.append(new)
         if status < 0:
+            try:  # a crawl whose state vanished refuses every result too
+                await self.check_identity()
+            except RedisLost as exc:
+                self._fail(str(exc))
+                return
             inc(self.crawler.stats, "distributed/refused")
             logger.warning("page %s: lease lost before its result was kept; another worker "
                            "fetches it again", task.url)  # fmt: skip
@@ -258,6 +277,7 @@ class Worker:
             await asyncio.sleep(interval)
             held = list(self.held.values())
             try:
+                await self.check_identity()
                 lost = await self.call(self.remote.renew, held)
             except RedisLost as exc:
                 self._fail(str(exc))
