@@ -162,9 +162,17 @@ def check(settings: BaseSettings, spargs: dict[str, str]) -> None:
 
         check_port(config.metrics_host, config.metrics_port)
     if config.redis.enabled:  # before the reactor: blocking calls are fine here
+        from redis.exceptions import RedisError
+
+        from traverse_crawl.distributed.client import DATA_ERRORS, service_error
         from traverse_crawl.distributed.frontier import join_crawl  # redis: slow to import
 
-        join_crawl(config, seeds)
+        try:
+            join_crawl(config, seeds)
+        except ConfigError:
+            raise
+        except (RedisError, *DATA_ERRORS) as exc:  # full, or other data under its keys
+            raise service_error(config.redis, exc) from None
 
 
 def check_writable(name: str, path: str) -> None:

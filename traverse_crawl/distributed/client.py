@@ -18,12 +18,19 @@ from typing import Any, TypeVar
 
 import redis
 import redis.asyncio
+from redis.exceptions import (
+    AuthenticationError,
+    NoPermissionError,
+    OutOfMemoryError,
+    ReadOnlyError,
+    ResponseError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from traverse_crawl.config.distributed import RedisConfig, SettingsLike
 from traverse_crawl.errors import ConfigError
-from traverse_crawl.utils.redact import redact_url
+from traverse_crawl.utils.redact import redact_text, redact_url
 
 logger = logging.getLogger(__name__)
 
@@ -85,9 +92,41 @@ def client(settings: SettingsLike | RedisConfig) -> redis.asyncio.Redis:
         raise ConfigError("REDIS_PARAMS", f"not accepted by redis-py: {exc}") from None
 
 
-def unreachable(config: RedisConfig, exc: BaseException) -> ConfigError:
-    reason = str(exc) or type(exc).__name__
-    return ConfigError("REDIS_URL", f"cannot reach Redis at {redact_url(config.url)}: {reason}")
+# What a crawl's own data in Redis can raise when something else was written there.
+DATA_ERRORS = (ValueError, TypeError, KeyError, IndexError, AttributeError)
+REFUSED_WRITES = (OutOfMemoryError, ReadOnlyError, NoPermissionError)
+
+
+def service_error(
+    config: RedisConfig, exc: BaseException, crawl_id: str | None = None
+) -> ConfigError:
+    """One line naming ``REDIS_URL`` for a Redis that cannot serve the crawl: unreachable,
+    refusing the password, refusing writes (full), or holding other data under the crawl's
+    keys (``crawl_id``, default ``TRAVERSE_CRAWL_ID``). The password is masked."""
+    url = redact_url(config.url)
+    reason = redact_text((str(exc) or type(exc).__name__).split(" script: ")[0].rstrip(". "))
+    if isinstance(exc, AuthenticationError) or reason.startswith(("NOAUTH", "WRONGPASS")):
+        return ConfigError(
+            "REDIS_URL", f"authentication failed at {url}: {reason}; check the password in "
+            "REDIS_URL (redis://:PASSWORD@host:port/db) or REDIS_PARAMS"
+        )  # fmt: skip
+    if isinstance(exc, REFUSED_WRITES):
+        code = {OutOfMemoryError: "OOM", ReadOnlyError: "READONLY", NoPermissionError: "NOPERM"}
+        why = code.get(type(exc), type(exc).__name__)
+        hint = (
+            " (maxmemory is reached and its maxmemory-policy evicts nothing: give Redis more "
+            "memory, or delete old crawls' keys)" if why == "OOM" else ""
+        )  # fmt: skip
+        return ConfigError("REDIS_URL", f"Redis at {url} refuses the crawl's writes: {why} "
+                                        f"{reason}{hint}")  # fmt: skip
+    if isinstance(exc, (ResponseError, *DATA_ERRORS)):
+        crawl = crawl_id or config.crawl_id
+        return ConfigError(
+            "REDIS_URL", f"crawl {crawl!r} in Redis at {url} holds data that is not a "
+            f"traverse_crawl crawl's ({reason}); give another TRAVERSE_CRAWL_ID, or delete "
+            f"the keys traverse:{crawl}:*"
+        )  # fmt: skip
+    return ConfigError("REDIS_URL", f"cannot reach Redis at {url}: {reason}")
 
 
 async def connect(settings: SettingsLike | RedisConfig) -> redis.asyncio.Redis:
@@ -98,7 +137,7 @@ async def connect(settings: SettingsLike | RedisConfig) -> redis.asyncio.Redis:
         await conn.ping()
     except (*UNREACHABLE, redis.exceptions.RedisError) as exc:
         await conn.aclose()
-        raise unreachable(config, exc) from None
+        raise service_error(config, exc) from None
     return conn
 
 
@@ -113,7 +152,7 @@ def connect_sync(settings: SettingsLike | RedisConfig) -> redis.Redis:
         conn.ping()
     except (*UNREACHABLE, redis.exceptions.RedisError) as exc:
         conn.close()
-        raise unreachable(config, exc) from None
+        raise service_error(config, exc) from None
     return conn
 
 

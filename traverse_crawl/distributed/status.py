@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from traverse_crawl.distributed.client import Keys
+from traverse_crawl.distributed.frontier import FORMAT
 from traverse_crawl.utils.redact import redact_text, redact_url
 
 
@@ -21,6 +22,9 @@ def crawl_status(conn: Any, keys: Keys, lease_timeout: float) -> dict[str, Any] 
     """
     if not conn.exists(keys.config):
         return None
+    definition = json.loads(conn.get(keys.config))
+    if not isinstance(definition, dict) or definition.get("format") != FORMAT:
+        raise ValueError("its config is not a traverse_crawl crawl's definition")
     seconds, micros = conn.time()
     now = int(seconds) * 1000 + int(micros) // 1000
     flying: dict[int, int] = {}

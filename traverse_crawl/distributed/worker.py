@@ -19,6 +19,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
+from redis.exceptions import ResponseError
 from scrapy.crawler import Crawler
 
 from traverse_crawl.config.settings import TraverseConfig
@@ -28,15 +29,17 @@ from traverse_crawl.crawl.items import PageItem
 from traverse_crawl.crawl.stop import stopping
 from traverse_crawl.crawl.worker_protocol import WorkerSpider
 from traverse_crawl.distributed.client import (
+    DATA_ERRORS,
     Keys,
     RedisLost,
     Retrying,
     check_identity,
     claim_identity,
     client,
+    service_error,
 )
 from traverse_crawl.distributed.frontier import RemoteFrontier, Task, manifest_of
-from traverse_crawl.errors import FetchError
+from traverse_crawl.errors import ConfigError, FetchError
 from traverse_crawl.fetch import urls
 from traverse_crawl.jobdir.state import page_record
 from traverse_crawl.manifests.pipeline import manifest_path, shown_manifest_path
@@ -84,7 +87,14 @@ class Worker:
         await self.call(check_identity, self.conn, self.keys, self.identity, self.redis.url)
 
     async def call(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
-        return await self.retrying(fn, *args)
+        """``fn(*args)`` through ``Retrying``; a Redis that refuses the crawl's commands
+        (full, read-only) or holds other data under its keys is a ``RedisLost`` too."""
+        try:
+            return await self.retrying(fn, *args)
+        except ConfigError:  # a setting that differs from the crawl's: the caller's
+            raise
+        except (ResponseError, *DATA_ERRORS) as exc:
+            raise RedisLost(str(service_error(self.redis, exc))) from None
 
     # -- the loop ------------------------------------------------------------
 
@@ -241,7 +251,10 @@ class Worker:
             await self._frontier(task.seed)  # the seed list, up to this seed
             seed = self.seeds[task.seed]
             records = await self.call(self.remote.records, task.seed)
-            frontier = manifest_of(seed, task.seed, self.config, records)
+            try:
+                frontier = manifest_of(seed, task.seed, self.config, records)
+            except DATA_ERRORS as exc:  # records that are not a worker's
+                raise RedisLost(str(service_error(self.redis, exc))) from None
             if not frontier.finished:  # the Lua port and the reference disagree: a bug
                 logger.error(
                     "seed %r: its records in Redis do not make a finished crawl "
