@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from traverse_crawl.crawl.frontier import Frontier, Outcome
 from traverse_crawl.crawl.seeds import Seed
@@ -88,7 +88,7 @@ def plan(
             "JOBDIR", f"{where} is version {head.get('version')!r} of the crawl state; "
             f"this traverse_crawl reads version {VERSION}"
         )  # fmt: skip
-    listed = head.get("seeds")
+    listed: Any = head.get("seeds")
     if not isinstance(listed, list) or not all(
         isinstance(s, dict) and isinstance(s.get("id"), str) and isinstance(s.get("url"), str)
         and isinstance(s.get("content_type") or "", str)
@@ -130,7 +130,7 @@ def plan(
     return Plan(kept, True, append)
 
 
-def _count(value: Any) -> bool:
+def _count(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
