@@ -9,6 +9,8 @@ stderr is not the job's log. Other spiders run exactly as with Scrapy's own comm
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import logging
 import os
 from typing import get_args
@@ -25,6 +27,7 @@ from traverse_crawl.jobdir.pipeline import jobdir_path, resolve_seeds
 from traverse_crawl.operations import json_log
 from traverse_crawl.operations.exit_status import lost_count
 from traverse_crawl.rendering.addon import check_render
+from traverse_crawl.stats import START_REFUSED
 from traverse_crawl.utils.redact import redact_text
 
 logger = logging.getLogger(__name__)
@@ -126,7 +129,9 @@ class Command(ScrapyCrawlCommand):
             stats = crawler.stats  # unset when the crawl never started
         except RuntimeError:
             stats = None
-        if self.crawler_process.bootstrap_failed or (
+        if stats is not None and stats.get_value(START_REFUSED):
+            self.exitcode = 2  # an output it could not write at start: nothing was requested
+        elif self.crawler_process.bootstrap_failed or (
             stats is not None and lost_count(stats.get_stats())
         ):
             self.exitcode = 1  # results that could not be written are not a success
@@ -175,13 +180,26 @@ def check(settings: BaseSettings, spargs: dict[str, str]) -> None:
             raise service_error(config.redis, exc) from None
 
 
+PROBE_BYTES = 4096  # one filesystem block: a full filesystem refuses it
+
+
 def check_writable(name: str, path: str) -> None:
-    """Create ``path`` and a file in it, so that results are never fetched and then lost."""
+    """Create ``path`` and write a block to a file in it (synced, so a filesystem that only
+    finds out at write-back says so too), so that results are never fetched and then lost:
+    a read-only or full filesystem is refused here, naming the setting."""
     make_directory(name, path)
     probe = os.path.join(path, f".traverse-write-test-{os.getpid()}.tmp")
     try:
         fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        os.close(fd)
-        os.unlink(probe)
     except OSError as exc:
         raise ConfigError(name, f"cannot write in {path!r}: {exc.strerror or exc}") from None
+    try:
+        if os.write(fd, bytes(PROBE_BYTES)) != PROBE_BYTES:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        os.fsync(fd)
+    except OSError as exc:
+        raise ConfigError(name, f"cannot write in {path!r}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(probe)
