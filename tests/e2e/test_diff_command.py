@@ -123,6 +123,8 @@ async def test_bodies_shows_a_bounded_text_diff_from_the_store(server, crawl, tm
         (b"{not json", "not JSON"),
         (b'{"pages": []}', "not a traverse manifest: no seed.id"),
         (b"\xff\xfe", "not JSON"),
+        (b"[" * 100_000 + b"]" * 100_000, "not JSON (nested deeper than"),
+        (b'{"a":' * 100_000 + b"1" + b"}" * 100_000, "not JSON (nested deeper than"),
     ],
 )
 def test_bad_input_exits_2_naming_the_file(tmp_path, content, reason):

@@ -204,3 +204,22 @@ def test_redis_killed_stops_workers_naming_redis_url(sites, redis_server, tmp_pa
         assert status == 1, err[-3000:]
         assert "REDIS_URL: lost Redis at" in err
         assert "Traceback" not in err, err[-3000:]
+
+
+def test_redis_restarted_empty_stops_workers_naming_redis_url(sites, redis_server, tmp_path):  # noqa: F811
+    """Redis back on its port with none of the crawl's keys (no persistence, a FLUSHALL,
+    eviction): the crawl's state is lost, and every worker says so instead of leaving as
+    if the crawl had no seed."""
+    url = redis_server.url
+    procs = [start(command(tmp_path, sites, url))]
+    procs.append(start(command(tmp_path, sites, url, seeds=False)))
+    wait_for_worker(url, procs[1])
+    wait_for_hits(sites, 60, procs)
+    redis_server.stop()
+    redis_server.start()  # the same port, empty
+    results = finish(procs, timeout=60)
+    for status, err in results:
+        assert status == 1, err[-3000:]
+        assert f"REDIS_URL: the state of crawl 'traverse' vanished from Redis at {url}" in err
+        assert "has no seed" not in err and "Traceback" not in err, err[-3000:]
+    assert manifests(tmp_path) == {}

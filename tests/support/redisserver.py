@@ -26,9 +26,11 @@ REDIS_SERVER = shutil.which("redis-server")
 class RedisServer:
     """One throwaway redis-server process; ``url`` is what workers get as ``REDIS_URL``."""
 
-    def __init__(self, directory: Path, port: int | None = None) -> None:
+    def __init__(self, directory: Path, port: int | None = None, *extra: str) -> None:
+        """``extra``: more redis-server options (``--requirepass``, ``--maxmemory``...)."""
         self.directory = directory
         self.port = port or free_port()
+        self.extra = list(extra)
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -41,6 +43,7 @@ class RedisServer:
         self.directory.mkdir(parents=True, exist_ok=True)
         args = ["--bind", "127.0.0.1", "--port", str(self.port), "--save", ""]
         args += ["--appendonly", "no", "--dir", str(self.directory), "--logfile", "redis.log"]
+        args += self.extra
         self.process = subprocess.Popen(
             [REDIS_SERVER, *args],
             stdout=subprocess.DEVNULL,
@@ -56,7 +59,7 @@ class RedisServer:
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as sock:
                 sock.sendall(b"PING\r\n")
-                return sock.recv(16).startswith(b"+PONG")
+                return sock.recv(16).startswith((b"+PONG", b"-NOAUTH"))
         except OSError:
             return False
 

@@ -9,6 +9,8 @@ stderr is not the job's log. Other spiders run exactly as with Scrapy's own comm
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import logging
 import os
 from typing import Any, get_args
@@ -25,6 +27,7 @@ from traverse_crawl.jobdir.pipeline import jobdir_path, resolve_seeds
 from traverse_crawl.operations import json_log
 from traverse_crawl.operations.exit_status import command_checks, lost_count
 from traverse_crawl.rendering.addon import check_render
+from traverse_crawl.stats import START_REFUSED
 from traverse_crawl.storage.bucket import BucketLocation
 from traverse_crawl.storage.location import is_bucket_url, open_location
 from traverse_crawl.utils.redact import redact_text
@@ -129,7 +132,9 @@ class Command(ScrapyCrawlCommand):
             stats = crawler.stats  # unset when the crawl never started
         except RuntimeError:
             stats = None
-        if self.crawler_process.bootstrap_failed or (
+        if stats is not None and stats.get_value(START_REFUSED):
+            self.exitcode = 2  # an output it could not write at start: nothing was requested
+        elif self.crawler_process.bootstrap_failed or (
             stats is not None and lost_count(stats.get_stats())
         ):
             self.exitcode = 1  # results that could not be written are not a success
@@ -167,14 +172,27 @@ def check(settings: BaseSettings, spargs: dict[str, str]) -> None:
 
         check_port(config.metrics_host, config.metrics_port)
     if config.redis.enabled:  # before the reactor: blocking calls are fine here
+        from redis.exceptions import RedisError
+
+        from traverse_crawl.distributed.client import DATA_ERRORS, service_error
         from traverse_crawl.distributed.frontier import join_crawl  # redis: slow to import
 
-        join_crawl(config, seeds)
+        try:
+            join_crawl(config, seeds)
+        except ConfigError:
+            raise
+        except (RedisError, *DATA_ERRORS) as exc:  # full, or other data under its keys
+            raise service_error(config.redis, exc) from None
+
+
+PROBE_BYTES = 4096  # one filesystem block: a full filesystem refuses it
 
 
 def check_writable(name: str, path: str, settings: Any = None) -> None:
-    """Create ``path`` and a file in it, so that results are never fetched and then lost;
-    for ``s3://BUCKET/PREFIX``, reach the endpoint and find the bucket."""
+    """Create ``path`` and write a block to a file in it (synced, so a filesystem that only
+    finds out at write-back says so too), so that results are never fetched and then lost:
+    a read-only or full filesystem is refused here, naming the setting. For
+    ``s3://BUCKET/PREFIX``, reach the endpoint and find the bucket."""
     if is_bucket_url(path):
         location = open_location(name, path, settings or {})
         assert isinstance(location, BucketLocation)
@@ -184,7 +202,15 @@ def check_writable(name: str, path: str, settings: Any = None) -> None:
     probe = os.path.join(path, f".traverse-write-test-{os.getpid()}.tmp")
     try:
         fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        os.close(fd)
-        os.unlink(probe)
     except OSError as exc:
         raise ConfigError(name, f"cannot write in {path!r}: {exc.strerror or exc}") from None
+    try:
+        if os.write(fd, bytes(PROBE_BYTES)) != PROBE_BYTES:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        os.fsync(fd)
+    except OSError as exc:
+        raise ConfigError(name, f"cannot write in {path!r}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(probe)

@@ -54,8 +54,14 @@ class Command(StoreCommand, ScrapyCommand):
             conn = connect_sync(config)
         except ConfigError as exc:
             raise CommandFailed(str(exc)) from None
+        from redis.exceptions import RedisError
+
+        from traverse_crawl.distributed.client import DATA_ERRORS, service_error
+
         try:
             status = crawl_status(conn, Keys(crawl), config.lease_timeout)
+        except (RedisError, *DATA_ERRORS) as exc:  # other data under the crawl's keys
+            raise CommandFailed(str(service_error(config, exc, crawl))) from None
         finally:
             conn.close()
         if status is None:

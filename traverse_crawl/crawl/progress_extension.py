@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
@@ -23,6 +24,7 @@ from traverse_crawl.config.settings import get_config
 from traverse_crawl.crawl.frontier import Frontier
 from traverse_crawl.crawl.progress import SeedProgress, log_line, per_minute
 from traverse_crawl.signals import seed_started
+from traverse_crawl.utils.terminal import escape_controls
 
 logger = logging.getLogger(__name__)
 
@@ -145,8 +147,8 @@ class LiveDisplay:
         for figures, rate in running[:MAX_ROWS]:
             fields = {"queued": figures.queued, "errors": figures.errors, "rate": rate}
             if figures.seed_id not in self.tasks:
-                self.tasks[figures.seed_id] = self.progress.add_task(
-                    figures.seed_id, total=figures.budget, **fields
+                self.tasks[figures.seed_id] = self.progress.add_task(  # shown as text, never markup
+                    escape(escape_controls(figures.seed_id)), total=figures.budget, **fields
                 )
             self.progress.update(self.tasks[figures.seed_id], completed=figures.recorded, **fields)
         total = _totals(rows)

@@ -56,7 +56,7 @@ from traverse_crawl.snapshots.capture_middleware import snapshot_of
 from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.snapshots.source_ref import build_source_ref
 from traverse_crawl.snapshots.store import store_exists
-from traverse_crawl.stats import inc
+from traverse_crawl.stats import START_REFUSED, inc
 from traverse_crawl.storage.location import spool_directory
 
 logger = logging.getLogger(__name__)
@@ -126,7 +126,14 @@ class TraverseSpider(Spider):
             async for out in self.remote.start(given):
                 yield out
             return
-        records = self.job.begin(self.crawler.stats) if self.job is not None else []
+        try:
+            records = self.job.begin(self.crawler.stats) if self.job is not None else []
+        except OSError as exc:  # the disk filled up since the command's check
+            assert self.job is not None
+            logger.error("JOBDIR: cannot write %s (%s); nothing was requested",
+                         self.job.journal.path, exc.strerror or exc)  # fmt: skip
+            self.crawler.stats.set_value(START_REFUSED, "JOBDIR")
+            return
         for key, seed in enumerate(self.seeds):
             c, spool = self.config, self.spool
             frontier = Frontier(

@@ -12,17 +12,25 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import redis
 import redis.asyncio
+from redis.exceptions import (
+    AuthenticationError,
+    NoPermissionError,
+    OutOfMemoryError,
+    ReadOnlyError,
+    ResponseError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from traverse_crawl.config.distributed import RedisConfig, SettingsLike
 from traverse_crawl.errors import ConfigError
-from traverse_crawl.utils.redact import redact_url
+from traverse_crawl.utils.redact import redact_text, redact_url
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +44,33 @@ UNREACHABLE = (RedisConnectionError, RedisTimeoutError, OSError)
 
 class RedisLost(Exception):
     """Redis stayed unreachable for ``TRAVERSE_REDIS_RETRY`` seconds during a crawl."""
+
+
+class CrawlVanished(RedisLost):
+    """Redis answers, but without the crawl's state (restarted empty, flushed, evicted)."""
+
+
+async def claim_identity(conn: redis.asyncio.Redis, keys: Keys) -> str:
+    """The crawl's identity token: set now if the crawl has none (the first worker), else
+    the one set at its start. One transaction, so two workers never set two tokens."""
+    async with conn.pipeline(transaction=True) as pipe:
+        pipe.set(keys.identity, uuid.uuid4().hex, nx=True)
+        pipe.get(keys.identity)
+        _, token = await pipe.execute()
+    return str(token)
+
+
+async def check_identity(conn: redis.asyncio.Redis, keys: Keys, token: str, url: str) -> None:
+    """``CrawlVanished`` when the crawl's identity token is not ``token`` any more."""
+    found = await conn.get(keys.identity)
+    if found != token:
+        raise CrawlVanished(
+            f"REDIS_URL: the state of crawl {keys.crawl_id!r} vanished from Redis at "
+            f"{redact_url(url)} (restarted without persistence, flushed or evicted?); "
+            "what this crawl recorded there is lost, and its manifests are not written: "
+            "start it again (a new TRAVERSE_CRAWL_ID, or its keys deleted), and keep "
+            "Redis's data (AOF or RDB, maxmemory-policy noeviction)"
+        )
 
 
 def redis_config(settings: SettingsLike | RedisConfig) -> RedisConfig:
@@ -57,9 +92,41 @@ def client(settings: SettingsLike | RedisConfig) -> redis.asyncio.Redis:
         raise ConfigError("REDIS_PARAMS", f"not accepted by redis-py: {exc}") from None
 
 
-def unreachable(config: RedisConfig, exc: BaseException) -> ConfigError:
-    reason = str(exc) or type(exc).__name__
-    return ConfigError("REDIS_URL", f"cannot reach Redis at {redact_url(config.url)}: {reason}")
+# What a crawl's own data in Redis can raise when something else was written there.
+DATA_ERRORS = (ValueError, TypeError, KeyError, IndexError, AttributeError)
+REFUSED_WRITES = (OutOfMemoryError, ReadOnlyError, NoPermissionError)
+
+
+def service_error(
+    config: RedisConfig, exc: BaseException, crawl_id: str | None = None
+) -> ConfigError:
+    """One line naming ``REDIS_URL`` for a Redis that cannot serve the crawl: unreachable,
+    refusing the password, refusing writes (full), or holding other data under the crawl's
+    keys (``crawl_id``, default ``TRAVERSE_CRAWL_ID``). The password is masked."""
+    url = redact_url(config.url)
+    reason = redact_text((str(exc) or type(exc).__name__).split(" script: ")[0].rstrip(". "))
+    if isinstance(exc, AuthenticationError) or reason.startswith(("NOAUTH", "WRONGPASS")):
+        return ConfigError(
+            "REDIS_URL", f"authentication failed at {url}: {reason}; check the password in "
+            "REDIS_URL (redis://:PASSWORD@host:port/db) or REDIS_PARAMS"
+        )  # fmt: skip
+    if isinstance(exc, REFUSED_WRITES):
+        code = {OutOfMemoryError: "OOM", ReadOnlyError: "READONLY", NoPermissionError: "NOPERM"}
+        why = code.get(type(exc), type(exc).__name__)
+        hint = (
+            " (maxmemory is reached and its maxmemory-policy evicts nothing: give Redis more "
+            "memory, or delete old crawls' keys)" if why == "OOM" else ""
+        )  # fmt: skip
+        return ConfigError("REDIS_URL", f"Redis at {url} refuses the crawl's writes: {why} "
+                                        f"{reason}{hint}")  # fmt: skip
+    if isinstance(exc, (ResponseError, *DATA_ERRORS)):
+        crawl = crawl_id or config.crawl_id
+        return ConfigError(
+            "REDIS_URL", f"crawl {crawl!r} in Redis at {url} holds data that is not a "
+            f"traverse_crawl crawl's ({reason}); give another TRAVERSE_CRAWL_ID, or delete "
+            f"the keys traverse:{crawl}:*"
+        )  # fmt: skip
+    return ConfigError("REDIS_URL", f"cannot reach Redis at {url}: {reason}")
 
 
 async def connect(settings: SettingsLike | RedisConfig) -> redis.asyncio.Redis:
@@ -70,7 +137,7 @@ async def connect(settings: SettingsLike | RedisConfig) -> redis.asyncio.Redis:
         await conn.ping()
     except (*UNREACHABLE, redis.exceptions.RedisError) as exc:
         await conn.aclose()
-        raise unreachable(config, exc) from None
+        raise service_error(config, exc) from None
     return conn
 
 
@@ -85,7 +152,7 @@ def connect_sync(settings: SettingsLike | RedisConfig) -> redis.Redis:
         conn.ping()
     except (*UNREACHABLE, redis.exceptions.RedisError) as exc:
         conn.close()
-        raise unreachable(config, exc) from None
+        raise service_error(config, exc) from None
     return conn
 
 
@@ -97,7 +164,9 @@ class Keys:
     JSON by number), ``ready`` (sorted set: tasks to take), ``leases`` (sorted
     set: taken tasks → expiry, Redis time in ms), ``tokens`` (hash: task →
     lease token), ``counter`` (lease tokens), ``workers`` (sorted set: worker →
-    last heartbeat), ``written`` (count of manifests written). Per seed number
+    last heartbeat), ``written`` (count of manifests written), ``identity`` (a random
+    token the crawl's first worker sets: gone or another, the crawl's state vanished
+    from Redis). Per seed number
     ``n``: ``seed(n, part)`` for its ``state`` (hash), ``queue`` (list of
     ``[url, depth, parent]``), ``seen`` and ``overflow`` (sets), ``pending``
     (hash: index → links not yet committed), ``records`` (hash: index → page
@@ -116,6 +185,7 @@ class Keys:
         self.counter = self.key("counter")
         self.workers = self.key("workers")
         self.written = self.key("written")
+        self.identity = self.key("identity")
         self.pattern = self.prefix + "*"  # every key of the crawl (SCAN MATCH)
 
     def key(self, *parts: object) -> str:

@@ -11,7 +11,9 @@ import json
 from typing import Any
 
 from traverse_crawl.distributed.client import Keys
+from traverse_crawl.distributed.frontier import FORMAT
 from traverse_crawl.utils.redact import redact_text, redact_url
+from traverse_crawl.utils.terminal import escape_controls
 
 
 def crawl_status(conn: Any, keys: Keys, lease_timeout: float) -> dict[str, Any] | None:
@@ -21,6 +23,9 @@ def crawl_status(conn: Any, keys: Keys, lease_timeout: float) -> dict[str, Any] 
     """
     if not conn.exists(keys.config):
         return None
+    definition = json.loads(conn.get(keys.config))
+    if not isinstance(definition, dict) or definition.get("format") != FORMAT:
+        raise ValueError("its config is not a traverse_crawl crawl's definition")
     seconds, micros = conn.time()
     now = int(seconds) * 1000 + int(micros) // 1000
     flying: dict[int, int] = {}
@@ -35,8 +40,8 @@ def crawl_status(conn: Any, keys: Keys, lease_timeout: float) -> dict[str, Any] 
         admitted, recorded = int(state.get("admitted", 0)), int(state.get("committed", 0))
         in_flight = flying.get(number, 0)
         seeds.append({
-            "id": redact_text(seed["id"]),
-            "url": redact_url(seed["url"]),
+            "id": redact_text(str(seed["id"])),
+            "url": redact_url(str(seed["url"])),
             "recorded": recorded,
             "queued": max(0, admitted - recorded - in_flight),
             "inFlight": in_flight,
@@ -60,20 +65,23 @@ def crawl_status(conn: Any, keys: Keys, lease_timeout: float) -> dict[str, Any] 
 
 
 def render(status: dict[str, Any]) -> str:
-    """The text form: one line per seed, then the live workers."""
+    """The text form: one line per seed, then the live workers (control characters of the
+    crawl's ids and names escaped)."""
     seeds = status["seeds"]
     state = "finished" if status["finished"] else "running"
-    lines = [f"crawl {status['crawl']}: {len(seeds)} seed(s), {state}"]
+    lines = [f"crawl {escape_controls(status['crawl'])}: {len(seeds)} seed(s), {state}"]
     for seed in seeds:
         mark = "manifest written" if seed["manifestWritten"] else (
             "finished" if seed["finished"] else "open"
         )  # fmt: skip
         lines.append(
-            f"  {seed['id']}: {seed['recorded']} recorded, {seed['queued']} queued, "
-            f"{seed['inFlight']} in flight, {seed['discovered']} discovered ({mark})"
+            f"  {escape_controls(seed['id'])}: {seed['recorded']} recorded, "
+            f"{seed['queued']} queued, {seed['inFlight']} in flight, "
+            f"{seed['discovered']} discovered ({mark})"
         )
     lines.append(f"live workers: {len(status['workers'])}")
     lines += [
-        f"  {w['worker']} (seen {w['lastSeenSecondsAgo']:g} s ago)" for w in status["workers"]
+        f"  {escape_controls(w['worker'])} (seen {w['lastSeenSecondsAgo']:g} s ago)"
+        for w in status["workers"]
     ]
     return "\n".join(lines) + "\n"

@@ -19,6 +19,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
+from redis.exceptions import ResponseError
 from scrapy.crawler import Crawler
 
 from traverse_crawl.config.settings import TraverseConfig
@@ -28,7 +29,16 @@ from traverse_crawl.crawl.items import PageItem
 from traverse_crawl.crawl.spool import Spool
 from traverse_crawl.crawl.stop import stopping
 from traverse_crawl.crawl.worker_protocol import WorkerSpider
-from traverse_crawl.distributed.client import Keys, RedisLost, Retrying, client
+from traverse_crawl.distributed.client import (
+    DATA_ERRORS,
+    Keys,
+    RedisLost,
+    Retrying,
+    check_identity,
+    claim_identity,
+    client,
+    service_error,
+)
 from traverse_crawl.distributed.frontier import (
     RECORDS_READ,
     RemoteFrontier,
@@ -36,7 +46,7 @@ from traverse_crawl.distributed.frontier import (
     rebuilt_frontier,
     replay_records,
 )
-from traverse_crawl.errors import FetchError
+from traverse_crawl.errors import ConfigError, FetchError
 from traverse_crawl.fetch import urls
 from traverse_crawl.jobdir.state import page_record
 from traverse_crawl.manifests.pipeline import (
@@ -82,9 +92,21 @@ class Worker:
         self.failed = False
         self.dry = False  # the last commit found the queue empty: wait for the next poll
         self.closing: asyncio.Future[None] | None = None
+        self.identity = ""  # the crawl's identity token in Redis, once joined
+
+    async def check_identity(self) -> None:
+        """``CrawlVanished`` (a ``RedisLost``) when the crawl's state left Redis."""
+        await self.call(check_identity, self.conn, self.keys, self.identity, self.redis.url)
 
     async def call(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
-        return await self.retrying(fn, *args)
+        """``fn(*args)`` through ``Retrying``; a Redis that refuses the crawl's commands
+        (full, read-only) or holds other data under its keys is a ``RedisLost`` too."""
+        try:
+            return await self.retrying(fn, *args)
+        except ConfigError:  # a setting that differs from the crawl's: the caller's
+            raise
+        except (ResponseError, *DATA_ERRORS) as exc:
+            raise RedisLost(str(service_error(self.redis, exc))) from None
 
     # -- the loop ------------------------------------------------------------
 
@@ -92,6 +114,7 @@ class Worker:
         """The spider's ``start()``: ``seeds`` (its arguments') join the crawl first."""
         try:
             await self.call(self.remote.join, self.config, seeds)
+            self.identity = await self.call(claim_identity, self.conn, self.keys)
             self.heartbeat = asyncio.ensure_future(self._heartbeat())
             logger.info(
                 "worker %s joined crawl %r at %s", self.name, self.keys.crawl_id,
@@ -120,6 +143,7 @@ class Worker:
                 continue
             active = bool(self.held)
             if not self.held:  # the crawl can only be over (or empty) when nothing is held
+                await self.check_identity()
                 seeds, written = await self.call(self.remote.progress)
                 active = written < seeds
                 if seeds and written >= seeds and not self.held:
@@ -223,6 +247,11 @@ class Worker:
             if not self._schedule(new):
                 self.inbox.append(new)
         if status < 0:
+            try:  # a crawl whose state vanished refuses every result too
+                await self.check_identity()
+            except RedisLost as exc:
+                self._fail(str(exc))
+                return
             inc(self.crawler.stats, "distributed/refused")
             logger.warning("page %s: lease lost before its result was kept; another worker "
                            "fetches it again", task.url)  # fmt: skip
@@ -237,7 +266,10 @@ class Worker:
             frontier, start = rebuilt_frontier(seed, self.config, spool), 0
             while True:  # the records in batches: the rebuilt pages wait in the spool
                 batch = await self.call(self.remote.records, task.seed, start)
-                replay_records(frontier, task.seed, batch)
+                try:
+                    replay_records(frontier, task.seed, batch)
+                except DATA_ERRORS as exc:  # records that are not a worker's
+                    raise RedisLost(str(service_error(self.redis, exc))) from None
                 start += len(batch)
                 if len(batch) < RECORDS_READ:
                     break
@@ -285,6 +317,7 @@ class Worker:
             await asyncio.sleep(interval)
             held = list(self.held.values())
             try:
+                await self.check_identity()
                 lost = await self.call(self.remote.renew, held)
             except RedisLost as exc:
                 self._fail(str(exc))

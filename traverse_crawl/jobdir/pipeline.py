@@ -165,6 +165,12 @@ def open_job(directory: str, config: TraverseConfig, seeds: list[Seed] | None) -
     """
     journal = _checked.pop(directory, None) or FileJournal(directory)
     where = journal.path
+    if not journal.exists() and os.path.islink(where):  # not "no journal": a dangling link
+        raise ConfigError(
+            "JOBDIR", f"{where} is a symbolic link to {os.readlink(where)!r}, which does not "
+            "exist; point it at the crawl's journal (a mounted volume?), or remove the link "
+            "to start a new crawl in this JOBDIR"
+        )  # fmt: skip
     if not journal.exists():
         _check_empty(directory)
         records: list[dict[str, Any]] = []

@@ -8,7 +8,7 @@ order does not matter (docs/architecture.md, "State and durability").
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from traverse_crawl.crawl.frontier import Frontier, Outcome
 from traverse_crawl.crawl.seeds import Seed
@@ -88,11 +88,23 @@ def plan(
             "JOBDIR", f"{where} is version {head.get('version')!r} of the crawl state; "
             f"this traverse_crawl reads version {VERSION}"
         )  # fmt: skip
-    try:
-        kept = [Seed(s["id"], s["url"], s.get("content_type")) for s in head["seeds"]]
-        before = last_budgets(records)
-    except (KeyError, TypeError) as exc:
-        raise ConfigError("JOBDIR", f"{where} is damaged (missing {exc})") from None
+    listed: Any = head.get("seeds")
+    if not isinstance(listed, list) or not all(
+        isinstance(s, dict) and isinstance(s.get("id"), str) and isinstance(s.get("url"), str)
+        and isinstance(s.get("content_type") or "", str)
+        for s in listed
+    ):  # fmt: skip
+        problem: str | None = "record 1 (the header) is damaged: its seeds are malformed"
+    else:
+        problem = damaged_record(records, len(listed))
+    if problem is not None:
+        raise ConfigError(
+            "JOBDIR", f"{where} {problem}, though its checksum is right; nothing was "
+            "resumed or written: restore the file from a copy, or move the JOBDIR away to "
+            "crawl again"
+        )  # fmt: skip
+    kept = [Seed(s["id"], s["url"], s.get("content_type")) for s in listed]
+    before = last_budgets(records)
     if seeds is not None and seeds != kept:
         raise ConfigError("JOBDIR", f"{where} holds a crawl of other seeds than the ones given")
     for name, old, new in (
@@ -116,6 +128,81 @@ def plan(
             {"t": "budget", "max_pages": budgets.max_pages, "max_depth": budgets.max_depth}
         )
     return Plan(kept, True, append)
+
+
+def _count(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _texts(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _optional(record: dict[str, Any], name: str, check: Any) -> bool:
+    return name not in record or record[name] is None or check(record[name])
+
+
+def _page_problem(record: dict[str, Any], seeds: int) -> str | None:
+    key = record.get("s")
+    if not _count(key) or key >= seeds:
+        return f"seed key {key!r} is not one of its {seeds} seed(s)"
+    for name in ("i", "d"):
+        if not _count(record.get(name)):
+            return f"{name!r} is {record.get(name)!r}, not a count"
+    fetch = record.get("fetch")
+    if not isinstance(record.get("u"), str) or not isinstance(fetch, dict):
+        return "its URL or fetch result is missing"
+    if not _optional(fetch, "warnings", _texts) or not _optional(fetch, "error", dict):
+        return "its fetch result is malformed"
+    if not _optional(fetch, "snapshot", dict):
+        return "its fetch result is malformed"
+
+    def text(value: Any) -> bool:
+        return isinstance(value, str)
+
+    def rows(value: Any) -> bool:
+        return isinstance(value, list) and all(isinstance(x, list) for x in value)
+
+    checks = {"ref": text, "links": _texts, "size": _count, "off": text, "store": text,
+              "skip": rows}  # fmt: skip
+    for name, check in checks.items():
+        if not _optional(record, name, check):
+            return f"its {name!r} is {type(record[name]).__name__}"
+    return None
+
+
+def _problem(record: dict[str, Any], seeds: int) -> str | None:
+    kind = record.get("t")
+    if kind == "page":
+        return _page_problem(record, seeds)
+    if kind == "budget":
+        ok = _count(record.get("max_pages")) and _count(record.get("max_depth"))
+        return None if ok else "its budgets are not counts"
+    if kind == "sitemaps":
+        key = record.get("s")
+        if not _count(key) or key >= seeds or not _count(record.get("max_pages")):
+            return "its seed key or budget is not valid"
+        if not _texts(record.get("urls")) or not _texts(record.get("warnings")):
+            return "its URLs or warnings are not lists of text"
+        return None
+    return f"its kind {kind!r} is not a crawl-state record"
+
+
+def damaged_record(records: list[dict[str, Any]], seeds: int) -> str | None:
+    """What is wrong with the first malformed record after the header, or None.
+
+    Every record is checked before any is used: one written by something else (a hand
+    edit, another program) behind a valid checksum would otherwise stop the crawl halfway
+    through its resume and leave a manifest without its pages.
+    """
+    head = records[0]
+    if not _count(head.get("max_pages")) or not _count(head.get("max_depth")):
+        return "record 1 (the header) is damaged: its budgets are not counts"
+    for number, record in enumerate(records[1:], start=2):
+        problem = _problem(record, seeds)
+        if problem is not None:
+            return f"record {number} is damaged: {problem}"
+    return None
 
 
 def last_budgets(records: list[dict[str, Any]]) -> Budgets:

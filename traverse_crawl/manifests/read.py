@@ -121,6 +121,8 @@ def load(path: str, settings: Any = None) -> dict[str, Any]:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise ManifestError(path, f"not JSON ({exc})") from None
+    except RecursionError:  # arrays or objects nested thousands deep: no manifest is
+        raise ManifestError(path, "not JSON (nested deeper than a manifest can be)") from None
     problem = shape_problem(data)
     if problem is not None:
         raise ManifestError(path, f"not a traverse manifest: {problem}")

@@ -18,6 +18,7 @@ from typing import Any
 from scrapy.utils import log as scrapy_log
 
 from traverse_crawl.utils.redact import redact_text
+from traverse_crawl.utils.terminal import escape_line_controls
 
 _factory: list[Any] = []
 # Scrapy logs the settings given on the command line ("Overridden settings: {...}") at
@@ -59,7 +60,8 @@ class RedactingFormatter(logging.Formatter):
         self.inner = inner
 
     def format(self, record: logging.LogRecord) -> str:
-        return redact_text(self.inner.format(record))
+        # Control characters escaped too: a line never moves the cursor or links anywhere.
+        return escape_line_controls(redact_text(self.inner.format(record)))
 
 
 def redact_record(record: logging.LogRecord) -> None:

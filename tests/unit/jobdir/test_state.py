@@ -188,7 +188,22 @@ def test_a_new_jobdir_keeps_the_header_and_a_resume_may_omit_the_seeds():
         (kept_header(format="other"), {}, "J is not a traverse_crawl crawl state"),
         (kept_header(version=99), {}, "J is version 99"),
         ([{"t": "page"}], {}, "not a traverse_crawl crawl state"),
-        (kept_header(seeds=None), {}, "J is damaged"),
+        (kept_header(seeds=None), {}, "J record 1 (the header) is damaged: its seeds"),
+        (kept_header(max_depth=True), {}, "J record 1 (the header) is damaged: its budgets"),
+        (
+            [*kept_header(), {"t": "page", "s": 0, "i": 0, "u": "u", "d": 0, "fetch": []}],
+            {},
+            "J record 2 is damaged: its URL or fetch result is missing, though its checksum",
+        ),
+        (
+            [
+                *kept_header(),
+                {"t": "sitemaps", "s": 0, "urls": [1], "warnings": [], "max_pages": 1},
+            ],
+            {},
+            "J record 2 is damaged: its URLs",
+        ),
+        ([*kept_header(), {"t": "later"}], {}, "record 2 is damaged: its kind 'later'"),
         ([], {"seeds": None}, "url/seeds"),
     ],
 )
