@@ -33,6 +33,7 @@ from traverse_crawl.errors import FetchError
 from traverse_crawl.fetch import urls
 from traverse_crawl.jobdir.state import page_record
 from traverse_crawl.manifests.pipeline import manifest_path, shown_manifest_path
+from traverse_crawl.signals import manifest_written
 from traverse_crawl.stats import inc, inc_lost
 from traverse_crawl.utils.atomic import atomic_write_json
 from traverse_crawl.utils.redact import redact_url
@@ -234,6 +235,8 @@ class Worker:
                 return
             path = manifest_path(self.config.manifest_dir, seed.id)
             await asyncio.to_thread(atomic_write_json, path, frontier.manifest())
+            # Items files (TRAVERSE_EXTRACT) are written from the manifest, as in one process.
+            self.crawler.signals.send_catch_log(manifest_written, seed_id=seed.id, path=path)
             done = await self.call(self.remote.manifest_done, task)
             shown = shown_manifest_path(self.config.manifest_dir, seed.id)
             logger.info("manifest for seed %r: %s", seed.id, shown)
