@@ -96,7 +96,7 @@ class SourceMap:
             if positions is not None and len(positions) == len(nodes):
                 for node, where in zip(nodes, positions, strict=True):
                     starts[node] = where
-        return starts
+        return _in_document_order(self.root, starts)
 
     def start_tag(self, node: Any) -> tuple[int, int, int] | None:
         """``(start, end, token index)`` of the node's start tag (or comment), if mapped."""
@@ -174,6 +174,35 @@ class SourceMap:
                     return self._checked(match.start(group), text)
             return None  # the first attribute of that name has no value
         return None
+
+
+def _in_document_order(
+    root: etree._Element, starts: dict[Any, tuple[int, int, int]]
+) -> dict[Any, tuple[int, int, int]]:
+    """Only the mappings that agree with document order: the longest run of mapped
+    nodes, in tree order, whose start tags come in source order. An element the
+    parser made up (an implied ``<body>``) paired with a tag it dropped (a later
+    ``<body>``) is out of order with its neighbours and loses its mapping."""
+    nodes = [node for node in root.iter() if node in starts]
+    tails: list[int] = []  # tails[k]: index in nodes of the smallest end of a run of k+1
+    ends: list[int] = []  # their positions, for bisect
+    before: list[int] = [-1] * len(nodes)
+    for index, node in enumerate(nodes):
+        position = starts[node][0]
+        k = bisect.bisect_left(ends, position)
+        before[index] = tails[k - 1] if k else -1
+        if k == len(tails):
+            tails.append(index)
+            ends.append(position)
+        else:
+            tails[k] = index
+            ends[k] = position
+    kept: dict[Any, tuple[int, int, int]] = {}
+    index = tails[-1] if tails else -1
+    while index >= 0:
+        kept[nodes[index]] = starts[nodes[index]]
+        index = before[index]
+    return kept
 
 
 def node_path(result: Any) -> str | None:
