@@ -120,7 +120,7 @@ class Verifier:
             why = self._where(entry, text, page)
             if why is not None:
                 yield Mismatch(number, label, name, why)
-                continue
+                # The value is still checked against the text the entry claims.
             try:
                 pattern = regex.compile(entry["re"]) if "re" in entry else None
                 value = derive(text, pattern, bool(entry.get("url")),
