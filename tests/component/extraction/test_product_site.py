@@ -11,6 +11,7 @@ import pytest_twisted
 
 from tests.support import product_site
 from tests.support.server import Server
+from traverse_crawl import Extractor, TraverseSpider
 
 
 def rules_file(tmp_path: Path, text: str = product_site.RULES) -> str:
@@ -155,3 +156,36 @@ async def test_live_mode_extracts_the_same_items(server, crawl, tmp_path):
     assert strip == [{k: v for k, v in json.loads(line).items() if k != "sourceRef"}
                      for line in captured.splitlines()]  # fmt: skip
     check_items(lines(path), server, result.manifest)
+
+
+class ShopSpider(TraverseSpider):
+    """The example of docs/extraction.md: the same rules and evidence from Python."""
+
+    name = "shop"
+    rules_path = ""
+
+    def parse_page(self, response: Any, page: dict[str, Any]) -> Any:
+        if not hasattr(self, "extractor"):
+            self.extractor = Extractor(self.rules_path)
+        for item in self.extractor.extract_page(response, page):
+            if item["type"] == "product" and "stock" in item["missing"]:
+                item["fields"]["stock"] = 0  # the spider's own rule, on top of the file's
+            yield item
+
+
+@pytest_twisted.ensureDeferred
+async def test_parse_page_extracts_the_same_items_with_the_public_api(server, crawl, tmp_path):
+    server.site(product_site.PAGES)
+    ShopSpider.rules_path = rules_file(tmp_path)
+    result = await crawl(spidercls=ShopSpider, url=server.url("/"), source_id="site")
+    yielded = [item for item in result.items if "evidence" in item]
+    manifest = result.manifest
+    order = {page["url"]: n for n, page in enumerate(manifest["pages"])}
+    yielded.sort(key=lambda item: order[item["url"]])  # arrival order: any
+    want = expected_items(server.url)
+    want[4][2]["stock"] = 0
+    assert [(i["type"], i["url"], i["fields"]) for i in yielded] == [
+        (t, server.url(p), f) for t, p, f, _ in want
+    ]
+    assert all(i["sourceRef"] == manifest["pages"][order[i["url"]]]["sourceRef"] for i in yielded)
+    assert not (tmp_path / "items").exists()  # no TRAVERSE_EXTRACT: no items file
