@@ -130,3 +130,35 @@ def test_bad_rules_exit_2_before_any_request(server, tmp_path, rules, line):
     offline = scrapy("extract", *setup(tmp_path, rules))
     assert offline.returncode == 2
     assert offline.stderr.startswith(line)
+
+
+def test_a_resumed_crawl_writes_the_items_file_of_an_uninterrupted_one(server, tmp_path):
+    (tmp_path / "whole").mkdir()
+    whole = capture(server, tmp_path / "whole").read_bytes()
+    job = ("-s", f"JOBDIR={tmp_path / 'job'}", "-s", "CONCURRENT_REQUESTS=1")
+    stopped = scrapy(
+        "crawl", "traverse", *crawl_args(tmp_path, server.origin), *setup(tmp_path),
+        "-a", f"url={server.url('/')}", "-a", "source_id=site", *job,
+        "-s", "CLOSESPIDER_PAGECOUNT=3",
+    )  # fmt: skip
+    assert stopped.returncode == 0, stopped.stderr[-2000:]
+    (path,) = (tmp_path / "items").glob("*.jsonl")
+    assert len(path.read_bytes().splitlines()) < 5
+    hits = len(server.hits)
+    resumed = scrapy(
+        "crawl", "traverse", *crawl_args(tmp_path, server.origin), *setup(tmp_path), *job
+    )
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "resumed with" in resumed.stderr
+    assert len(server.hits) - hits < 5  # the pages recorded before the stop were not fetched
+    # Their items come from the store: the very file of the crawl that was never stopped.
+    whole_items = [json.loads(line) for line in whole.splitlines()]
+    items = [json.loads(line) for line in path.read_bytes().splitlines()]
+    strip = ("sourceRef",)
+    assert [{k: v for k, v in i.items() if k not in strip} for i in items] == [
+        {k: v for k, v in i.items() if k not in strip} for i in whole_items
+    ]
+    refs = {p["url"]: p["sourceRef"] for p in json.loads(
+        next((tmp_path / "manifests").glob("*.json")).read_text(encoding="utf-8"))["pages"]
+        if "sourceRef" in p}  # fmt: skip
+    assert all(item["sourceRef"] == refs[item["url"]] for item in items)
