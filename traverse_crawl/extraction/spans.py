@@ -23,9 +23,10 @@ from lxml import etree
 # libxml2 counts lines in 16 bits: from here on ``sourceline`` says nothing.
 MAX_LINE = 65535
 # Elements whose content the HTML tokenizer reads as text, not markup.
-_RAW_TEXT = frozenset(
-    {"script", "style", "xmp", "iframe", "noembed", "noframes", "textarea", "title"}
-)
+_RAW_TEXT = {
+    name: re.compile(rf"</{name}[\s/>]", re.I)
+    for name in ("script", "style", "xmp", "iframe", "noembed", "noframes", "textarea", "title")
+}
 _VOID = frozenset(
     {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param",
      "source", "track", "wbr", "keygen", "frame", "basefont", "bgsound"}
@@ -54,32 +55,39 @@ class SourceMap:
 
     def _build(self) -> dict[Any, tuple[int, int, int]]:
         body = self.body
-        line_starts = [0] + [m.end() for m in _LINE_BREAK.finditer(body)]
+        # Lines as libxml2 counts them: \r\n, \r and \n each end one.
+        line_starts = (
+            None if "\r" not in body else [0] + [m.end() for m in _LINE_BREAK.finditer(body)]
+        )
         found: dict[tuple[int, str], list[tuple[int, int, int]]] = {}
         tokens = self._tokens
-        position = 0
-        while True:
-            match = _TOKEN.search(body, position)
-            if match is None:
-                break
+        skip_to = line = counted = 0
+        for match in _TOKEN.finditer(body):
             start, end = match.span()
-            position = end
-            text = match.group(0)
-            if text.startswith("<!--"):
+            if start < skip_to:
+                continue  # inside the raw text of a script, style, ...
+            slash, name = match.group(1, 2)
+            if name is None:
+                if not body.startswith("<!--", start):
+                    continue
                 kind, name = "comment", _COMMENT
-            elif match.group(2) is None:
-                continue
             else:
-                kind = "end" if match.group(1) else "start"
-                name = match.group(2).lower()
+                kind = "end" if slash else "start"
+                name = name.lower()
             index = len(tokens)
             tokens.append((kind, name, start, end))
-            if kind != "end":
-                line = bisect.bisect_right(line_starts, start)
-                found.setdefault((line, name), []).append((start, end, index))
+            if kind == "end":
+                continue
+            if line_starts is None:
+                line += body.count("\n", counted, start)
+                counted = start
+                number = line + 1
+            else:
+                number = bisect.bisect_right(line_starts, start)
+            found.setdefault((number, name), []).append((start, end, index))
             if kind == "start" and name in _RAW_TEXT:
-                close = re.compile(rf"</{re.escape(name)}[\s/>]", re.I).search(body, end)
-                position = close.start() if close is not None else len(body)
+                close = _RAW_TEXT[name].search(body, end)
+                skip_to = close.start() if close is not None else len(body)
         # The parsed side: elements and comments grouped the same way, in document order.
         parsed: dict[tuple[int, str], list[Any]] = {}
         for node in self.root.iter():
