@@ -13,8 +13,12 @@ A bad setting, an unknown seed or an unreadable input: one ``error:`` line, exit
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import os
 import sys
+from collections.abc import Iterator
+from concurrent.futures import Executor, ProcessPoolExecutor
 from typing import Any, ClassVar
 
 from scrapy.commands import ScrapyCommand
@@ -24,12 +28,14 @@ from traverse_crawl.commands.common import write_text
 from traverse_crawl.config.settings import TraverseConfig
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.extraction.extractor import Extractor
-from traverse_crawl.extraction.from_store import seed_chunks
+from traverse_crawl.extraction.from_store import seed_chunks, start_worker
 from traverse_crawl.extraction.items import items_path, read_items, write_items_file
 from traverse_crawl.extraction.verify import Verifier
-from traverse_crawl.manifests.read import ManifestError, load_all
+from traverse_crawl.manifests.read import Loaded, ManifestError, load_all
 from traverse_crawl.snapshots.store import FilesystemSnapshotStore
 from traverse_crawl.utils.redact import redact_text
+
+POOL_PAGES = 200  # fewer pages are extracted in the command's own process
 
 
 class Command(ScrapyCommand):
@@ -99,12 +105,39 @@ def extract(seed_ids: list[str], config: TraverseConfig) -> int:
         manifests = [manifest for manifest in manifests if manifest.seed_id in seed_ids]
     _warnings_to_stderr()
     extractor = Extractor(config.extract, config.max_items_per_page, config.extract_timeout)
+    with worker_pool(config, sum(len(m.data["pages"]) for m in manifests)) as pool:
+        return _extract_all(manifests, config, extractor, store, pool)
+
+
+@contextlib.contextmanager
+def worker_pool(config: TraverseConfig, pages: int) -> Iterator[Executor | None]:
+    """Processes that extract pages beside each other (one per CPU, at most 4), for more
+    than a few hundred pages; each compiles the rules again from the file's bytes."""
+    workers = min(os.cpu_count() or 1, 4)
+    rules = config.extract
+    if workers < 2 or pages < POOL_PAGES or rules is None or not rules.raw:
+        yield None
+        return
+    args = (rules.raw, rules.source, config.max_items_per_page, config.extract_timeout,
+            config.store)  # fmt: skip
+    with ProcessPoolExecutor(workers, initializer=start_worker, initargs=args) as pool:
+        yield pool
+
+
+def _extract_all(
+    manifests: list[Loaded],
+    config: TraverseConfig,
+    extractor: Extractor,
+    store: FilesystemSnapshotStore,
+    pool: Executor | None,
+) -> int:
     status = 0
     for manifest in manifests:
         target = items_path(config.items_dir, manifest.seed_id)
         counts: dict[str, int] = {}
+        chunks = seed_chunks(extractor, store, manifest.data, None, counts, pool)
         try:
-            write_items_file(target, seed_chunks(extractor, store, manifest.data, None, counts))
+            write_items_file(target, chunks)
         except OSError as exc:
             write_text(sys.stderr, f"error: cannot write {target}: {exc.strerror or exc}\n")
             status = 1

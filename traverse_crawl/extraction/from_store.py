@@ -13,10 +13,12 @@ import hashlib
 import logging
 import os
 from collections.abc import Callable, Iterator
+from concurrent.futures import Executor
 from typing import Any
 
 from traverse_crawl.extraction.extractor import Extraction, Extractor
 from traverse_crawl.extraction.items import encode_item
+from traverse_crawl.extraction.rules import rules_from_bytes
 from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.snapshots.source_ref import parse_source_ref
 from traverse_crawl.snapshots.store import FilesystemSnapshotStore, deserialize, file_name
@@ -82,26 +84,78 @@ def encode_items(extraction: Extraction) -> bytes:
     return b"".join(encode_item(item) for item in extraction.items)
 
 
+# Pages extracted per task of a pool's worker, and pages in flight at once.
+BATCH = 25
+WINDOW = 400
+
+# (the page's lines, or None when its snapshot is not in the store; its warnings)
+PageResult = tuple[bytes | None, list[str]]
+_worker: tuple[Extractor, FilesystemSnapshotStore] | None = None
+
+
+def start_worker(raw: bytes, source: str, max_items: int, timeout: float, store_root: str) -> None:
+    """A pool worker's initializer: the rules compiled again from the file's bytes."""
+    global _worker
+    rules = rules_from_bytes(raw, source)
+    _worker = (Extractor(rules, max_items, timeout), FilesystemSnapshotStore(store_root))
+
+
+def extract_pages(
+    batch: list[tuple[dict[str, Any], str]],
+    extractor: Extractor | None = None,
+    store: FilesystemSnapshotStore | None = None,
+) -> list[PageResult]:
+    """Each ``(page, seed URL)``'s lines, read from the store and extracted."""
+    if extractor is None:
+        assert _worker is not None
+        extractor, store = _worker
+    results: list[PageResult] = []
+    for page, seed_url in batch:
+        snapshot = read_snapshot(store, page["sourceRef"]) if store is not None else None
+        if snapshot is None:
+            results.append((None, []))
+            continue
+        extraction = extract_snapshot(extractor, snapshot, page, seed_url)
+        results.append((encode_items(extraction), extraction.warnings))
+    return results
+
+
 def seed_chunks(
     extractor: Extractor,
     store: FilesystemSnapshotStore | None,
     manifest: dict[str, Any],
     cached: Cached | None = None,
     counts: dict[str, int] | None = None,
+    pool: Executor | None = None,
 ) -> Iterator[bytes]:
-    """The items file of one seed, page by page (``counts``: pages, items, unread)."""
+    """The items file of one seed, page by page (``counts``: pages, items, unread).
+
+    With a ``pool`` (of processes started by ``start_worker``), the pages not cached
+    are extracted there, a window at a time; the order stays the manifest's."""
     seed = manifest.get("seed", {})
     seed_url = str(seed.get("url", ""))
     counts = counts if counts is not None else {}
     for key in ("pages", "items", "unread"):
         counts.setdefault(key, 0)
-    for page in manifest.get("pages", []):
-        if not extractable(page):
-            continue
-        lines = cached(page.get("id", ""), page["sourceRef"]) if cached is not None else None
-        if lines is None:
-            snapshot = read_snapshot(store, page["sourceRef"]) if store is not None else None
-            if snapshot is None:
+    pages = [page for page in manifest.get("pages", []) if extractable(page)]
+    for at in range(0, len(pages), WINDOW):
+        window = pages[at : at + WINDOW]
+        results: list[PageResult | None] = [
+            None if cached is None else _cached(cached, page) for page in window
+        ]
+        todo = [(page, seed_url) for page, result in zip(window, results, strict=True)
+                if result is None]  # fmt: skip
+        batches = [todo[i : i + BATCH] for i in range(0, len(todo), BATCH)]
+        if pool is None:
+            done = [extract_pages(batch, extractor, store) for batch in batches]
+        else:
+            done = list(pool.map(extract_pages, batches))
+        extracted = iter(result for batch in done for result in batch)
+        for page, result in zip(window, results, strict=True):
+            lines, warnings = result if result is not None else next(extracted)
+            for warning in warnings:
+                logger.warning("%s: %s", page.get("url"), warning)
+            if lines is None:
                 counts["unread"] += 1
                 logger.warning(
                     "%s: no snapshot in the store for %s; the page's items are not in "
@@ -109,10 +163,11 @@ def seed_chunks(
                     extra={"seed": seed.get("id"), "url": page.get("url")},
                 )  # fmt: skip
                 continue
-            extraction = extract_snapshot(extractor, snapshot, page, seed_url)
-            for warning in extraction.warnings:
-                logger.warning("%s: %s", page.get("url"), warning)
-            lines = encode_items(extraction)
-        counts["pages"] += 1
-        counts["items"] += lines.count(b"\n")
-        yield lines
+            counts["pages"] += 1
+            counts["items"] += lines.count(b"\n")
+            yield lines
+
+
+def _cached(cached: Cached, page: dict[str, Any]) -> PageResult | None:
+    lines = cached(page.get("id", ""), page["sourceRef"])
+    return None if lines is None else (lines, [])

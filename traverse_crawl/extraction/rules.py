@@ -82,6 +82,7 @@ class Rules:
     types: tuple[ItemType, ...]
     extractor: str
     source: str  # the file it was read from, or "" for rules given as data
+    raw: bytes = b""  # the file's bytes (compiled again in ``scrapy extract``'s workers)
 
 
 def load_rules(path: str) -> Rules:
@@ -111,7 +112,8 @@ def rules_from_bytes(raw: bytes, source: str = "") -> Rules:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(SETTING, f"the file{where} is not valid TOML: {exc}") from None
-    return compile_rules(data, "sha256:" + hashlib.sha256(raw).hexdigest(), source)
+    rules = compile_rules(data, "sha256:" + hashlib.sha256(raw).hexdigest(), source)
+    return Rules(rules.types, rules.extractor, rules.source, raw)
 
 
 def compile_rules(data: Any, extractor: str, source: str = "") -> Rules:
