@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from traverse_crawl.crawl.items import PageItem
     from traverse_crawl.crawl.spider import TraverseSpider
     from traverse_crawl.errors import ErrorKind, FetchError
+    from traverse_crawl.extraction.extractor import Extraction, Extractor
+    from traverse_crawl.extraction.items import ExtractedItem
     from traverse_crawl.snapshots.model import Snapshot
     from traverse_crawl.snapshots.source_ref import SourceRef, build_source_ref, parse_source_ref
     from traverse_crawl.snapshots.store import (
@@ -32,6 +34,9 @@ _MODULES = {
     "PageItem": "traverse_crawl.crawl.items",
     "FetchError": "traverse_crawl.errors",
     "ErrorKind": "traverse_crawl.errors",
+    "ExtractedItem": "traverse_crawl.extraction.items",
+    "Extraction": "traverse_crawl.extraction.extractor",
+    "Extractor": "traverse_crawl.extraction.extractor",
     "FilesystemSnapshotStore": "traverse_crawl.snapshots.store",
     "SnapshotStore": "traverse_crawl.snapshots.store",
     "open_snapshot_store": "traverse_crawl.snapshots.store",
@@ -44,6 +49,9 @@ _MODULES = {
 __all__ = [
     "Addon",
     "ErrorKind",
+    "ExtractedItem",
+    "Extraction",
+    "Extractor",
     "FetchError",
     "FilesystemSnapshotStore",
     "PageItem",

@@ -13,7 +13,7 @@ import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple, Protocol, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, TypeVar, get_args
 
 import cssselect
 
@@ -30,6 +30,9 @@ from traverse_crawl.config.scrapy_settings import (
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.fetch import urls
 from traverse_crawl.politeness.robots import Matcher, Policy
+
+if TYPE_CHECKING:
+    from traverse_crawl.extraction.rules import Rules
 
 Mode = Literal["live", "capture", "replay"]
 RenderPolicy = Literal["never", "always", "on-shell-warning"]
@@ -223,6 +226,24 @@ def parse_field_name(name: str, value: Any) -> str:
     return value
 
 
+def parse_extract(name: str, value: Any) -> Rules | None:
+    """The extraction file's path, read and compiled now (``extraction/rules.py``);
+    "" for none. Its own errors name the item type and the field."""
+    # Imported here: a crawl without extraction (and every child process) loads none of it.
+    from traverse_crawl.extraction.rules import Rules, load_rules
+
+    if isinstance(value, Rules):
+        return value
+    if not isinstance(value, str):
+        raise ConfigError(name, f"expected the path of a TOML or JSON file, got {value!r}")
+    path = value.strip()
+    return load_rules(path) if path else None
+
+
+def parse_positive(name: str, value: Any) -> int:
+    return parse_integer(name, value, 1)
+
+
 class Field(NamedTuple):
     setting: str
     default: Any
@@ -290,6 +311,11 @@ FIELDS: dict[str, Field] = {
     "metrics_host": Field("TRAVERSE_METRICS_HOST", "127.0.0.1", parse_host),
     # The final stats and each seed's totals, one JSON file; "": none.
     "stats_file": Field("TRAVERSE_STATS_FILE", "", parse_file_path),
+    # Extraction with evidence (docs/extraction.md): the rules file, where items go, bounds.
+    "extract": Field("TRAVERSE_EXTRACT", "", parse_extract),
+    "items_dir": Field("TRAVERSE_ITEMS_DIR", ".traverse/items", parse_path),
+    "max_items_per_page": Field("TRAVERSE_MAX_ITEMS_PER_PAGE", 1000, parse_positive),
+    "extract_timeout": Field("TRAVERSE_EXTRACT_TIMEOUT", 10.0, parse_timeout),
 }
 DEFAULTS: dict[str, Any] = {field.setting: field.default for field in FIELDS.values()}
 DEFAULTS.update(REDIS_DEFAULTS)  # a distributed crawl's (config/distributed.py)
@@ -337,6 +363,10 @@ class TraverseConfig:
     metrics_port: int
     metrics_host: str
     stats_file: str
+    extract: Rules | None
+    items_dir: str
+    max_items_per_page: int
+    extract_timeout: float
     redis: RedisConfig  # REDIS_URL and the distributed crawl's settings
 
     @classmethod

@@ -77,6 +77,7 @@ class TraverseSpider(Spider):
     job: Job | None
     remote: Any  # with REDIS_URL, this process's ``distributed.worker.Worker``, else None
     spool: Spool  # the committed pages of every seed, until their manifests are written
+    extraction: Any  # with TRAVERSE_EXTRACT, ``extraction.spider_extraction.SpiderExtraction``
 
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
@@ -115,6 +116,11 @@ class TraverseSpider(Spider):
             from traverse_crawl.distributed.worker import Worker
 
             spider.remote = Worker(spider, crawler, spider.config)
+        spider.extraction = None
+        if spider.config.extract is not None:  # the extraction code only then
+            from traverse_crawl.extraction.spider_extraction import SpiderExtraction
+
+            spider.extraction = SpiderExtraction(crawler, spider.config)
         spider.sitemaps = SitemapReader(
             crawler, spider.config, spider.parse_sitemap, spider.sitemap_failed
         )
@@ -213,8 +219,9 @@ class TraverseSpider(Spider):
             self._no_callback(response)
             return
         index = meta[INDEX]
+        extracted: list[Any] = []
         try:
-            outcome, snapshot = await self._outcome(self.frontiers[key], index, response)
+            outcome, snapshot = await self._outcome(self.frontiers[key], index, response, extracted)
         except Exception as exc:  # a bug must not leave the page, and its seed, unrecorded
             logger.exception(
                 "unexpected error while processing %s",
@@ -229,10 +236,14 @@ class TraverseSpider(Spider):
         if snapshot is None or not self._parse_page_overridden:
             for out in outputs:
                 yield out
+            for out in extracted:  # TRAVERSE_EXTRACT's items, after their page's
+                yield out
             return
         page = next(outputs)  # the page's item comes first
         yield page
         for out in outputs:
+            yield out
+        for out in extracted:
             yield out
         async for out in self._page_output(response, page):
             yield out
@@ -277,7 +288,7 @@ class TraverseSpider(Spider):
             )
 
     async def _outcome(
-        self, frontier: Frontier, index: int, response: Response
+        self, frontier: Frontier, index: int, response: Response, extracted: list[Any]
     ) -> tuple[Outcome, Snapshot | None]:
         meta = response.meta
         snapshot: Snapshot | FetchError = meta.get(SNAPSHOT) or snapshot_of(response)
@@ -285,7 +296,7 @@ class TraverseSpider(Spider):
             return Outcome(fetch_record(meta, snapshot)), None
         links: list[str] = []
         offhost: str | None = None
-        _, depth = frontier.queue[index]
+        page_url, depth = frontier.queue[index]
         follow = frontier.may_follow(depth)
         # Replay's reader has done the page's own work from this snapshot already.
         work: PageWork | None = meta.get(REPLAY_WORK)
@@ -314,6 +325,15 @@ class TraverseSpider(Spider):
         source_ref = meta.get(SOURCE_REF)
         if source_ref is None:
             source_ref = build_source_ref(snapshot) if work is None else work.source_ref
+        if self.extraction is not None and snapshot["contentType"] == "html":
+            # From the snapshot as stored, before the page is recorded: its warnings
+            # (a bound hit) are the page's (docs/extraction.md).
+            extraction = await self.extraction.extract(
+                snapshot, meta[PAGE_ID], page_url, source_ref, frontier.seed_url
+            )
+            if extraction.warnings:
+                meta.setdefault(WARNINGS, []).extend(extraction.warnings)
+            extracted.extend(extraction.items)
         outcome = Outcome(
             fetch_record(meta, snapshot),
             links=links,

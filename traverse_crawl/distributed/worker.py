@@ -55,6 +55,7 @@ from traverse_crawl.manifests.pipeline import (
     write_manifest,
     write_skipped,
 )
+from traverse_crawl.signals import manifest_written
 from traverse_crawl.stats import inc, inc_lost
 from traverse_crawl.storage.location import open_location, spool_directory
 from traverse_crawl.utils.redact import redact_url
@@ -291,6 +292,8 @@ class Worker:
             if frontier.skipped is not None:
                 inc(self.crawler.stats, "manifest/skipped_written")
             await asyncio.to_thread(write_manifest, path, frontier, location)
+            # Items files (TRAVERSE_EXTRACT) are written from the manifest, as in one process.
+            self.crawler.signals.send_catch_log(manifest_written, seed_id=seed.id, path=path)
             done = await self.call(self.remote.manifest_done, task)
             shown = shown_manifest_path(self.config.manifest_dir, seed.id)
             logger.info("manifest for seed %r: %s", seed.id, shown)

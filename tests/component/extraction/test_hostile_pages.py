@@ -1,0 +1,90 @@
+"""A hostile page never stalls the crawl: thousands of matches are cut at
+TRAVERSE_MAX_ITEMS_PER_PAGE, and a catastrophic regular expression is stopped by
+TRAVERSE_EXTRACT_TIMEOUT while the reactor goes on; each with a page warning."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest_twisted
+from twisted.internet.defer import Deferred
+
+RULES = """
+[[types]]
+name = "row"
+each = "css:li"
+[types.fields]
+text = { selector = "css:::text", re = '^((a|aa)+)$' }
+"""
+
+
+def settings(tmp_path: Path, **more: Any) -> dict[str, Any]:
+    rules = tmp_path / "extract.toml"
+    rules.write_text(RULES, encoding="utf-8")
+    return {
+        "TRAVERSE_EXTRACT": str(rules),
+        "TRAVERSE_ITEMS_DIR": str(tmp_path / "items"),
+        **more,
+    }
+
+
+def warnings_of(manifest: dict[str, Any], path: str) -> list[str]:
+    (page,) = [p for p in manifest["pages"] if p["url"].endswith(path)]
+    return list(page["fetch"].get("warnings", []))
+
+
+@pytest_twisted.ensureDeferred
+async def test_thousands_of_matches_are_cut_with_a_page_warning(server, crawl, tmp_path):
+    server.site({"/": '<a href="/many">m</a><ul><li>a</li></ul>',
+                 "/many": "<ul>" + "<li>aa</li>" * 5000 + "</ul>"})  # fmt: skip
+    result = await crawl(
+        settings=settings(tmp_path, TRAVERSE_MAX_ITEMS_PER_PAGE=100), url=server.url("/")
+    )
+    assert warnings_of(result.manifest, "/many") == [
+        "extraction: more than 100 items on this page; the first 100 were kept "
+        "(TRAVERSE_MAX_ITEMS_PER_PAGE)"
+    ]
+    (path,) = (tmp_path / "items").glob("*.jsonl")
+    items = [json.loads(line) for line in path.read_bytes().splitlines()]
+    assert [i["fields"] for i in items] == [{"text": "a"}] + [{"text": "aa"}] * 100
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_catastrophic_regex_is_stopped_and_the_reactor_goes_on(server, crawl, tmp_path):
+    hostile = "<ul><li>" + "a" * 60 + "b</li></ul>"  # (a|aa)+$ backtracks ~fib(60) times
+    server.site({"/": '<a href="/hostile">h</a><a href="/fine">f</a>',
+                 "/hostile": hostile, "/fine": "<ul><li>aaa</li></ul>"})  # fmt: skip
+    gaps: list[float] = []
+    running = True
+
+    async def tick() -> None:
+        last = time.monotonic()
+        while running:
+            await asyncio.sleep(0.02)
+            now = time.monotonic()
+            gaps.append(now - last)
+            last = now
+
+    ticker = asyncio.ensure_future(tick())
+    started = time.monotonic()
+    try:
+        result = await crawl(
+            settings=settings(tmp_path, TRAVERSE_EXTRACT_TIMEOUT=1), url=server.url("/")
+        )
+    finally:
+        running = False
+        await Deferred.fromFuture(ticker)
+    assert time.monotonic() - started < 30
+    assert warnings_of(result.manifest, "/hostile") == [
+        "extraction stopped after 1 s (TRAVERSE_EXTRACT_TIMEOUT); no items from this page"
+    ]
+    assert result.stats["extraction/page_warnings"] == 1
+    # The reactor kept turning while the regular expression ran in the extraction thread.
+    assert max(gaps) < 0.5, max(gaps)
+    (path,) = (tmp_path / "items").glob("*.jsonl")
+    items = [json.loads(line) for line in path.read_bytes().splitlines()]
+    assert [(i["url"], i["fields"]) for i in items] == [(server.url("/fine"), {"text": "aaa"})]

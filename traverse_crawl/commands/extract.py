@@ -1,0 +1,177 @@
+"""``scrapy extract``: items again, offline, from the store; ``--verify`` an items file.
+
+See docs/extraction.md.
+
+``scrapy extract -s TRAVERSE_EXTRACT=FILE [SEED_ID ...]`` reads the latest manifest of
+each seed in ``TRAVERSE_MANIFEST_DIR`` (all, or those named) and the snapshots they
+name in ``TRAVERSE_STORE``, and writes each seed's items file in ``TRAVERSE_ITEMS_DIR``
+again; it opens no connection. ``scrapy extract --verify ITEMS.jsonl`` checks every
+item's evidence against its snapshot: one line per mismatch and exit status 1, else 0.
+A bad setting, an unknown seed or an unreadable input: one ``error:`` line, exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import sys
+from collections.abc import Iterator
+from concurrent.futures import Executor, ProcessPoolExecutor
+from typing import Any, ClassVar
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from traverse_crawl.commands.common import write_text
+from traverse_crawl.config.settings import TraverseConfig
+from traverse_crawl.errors import ConfigError
+from traverse_crawl.extraction.extractor import Extractor
+from traverse_crawl.extraction.from_store import seed_chunks, start_worker
+from traverse_crawl.extraction.items import items_path, read_items, write_items_file
+from traverse_crawl.extraction.verify import Verifier
+from traverse_crawl.manifests.read import Loaded, ManifestError, load_all
+from traverse_crawl.snapshots.store import FilesystemSnapshotStore
+from traverse_crawl.utils.redact import redact_text
+
+POOL_PAGES = 200  # fewer pages are extracted in the command's own process
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+    default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
+
+    def syntax(self) -> str:
+        return "[options] [seed id ...] | --verify <items file>"
+
+    def short_desc(self) -> str:
+        return "Extract items again from the stored snapshots, or verify an items file"
+
+    def long_desc(self) -> str:
+        return (
+            "Apply TRAVERSE_EXTRACT to the snapshots named by the latest manifest of each "
+            "seed (all, or those given) and write the items files again, with no network. "
+            "--verify FILE re-reads each item's snapshot by its sourceRef and checks every "
+            "evidence entry: exit 1 and one line per mismatch, else 0."
+        )
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument(
+            "--verify", metavar="FILE", help="check an items file against its snapshots"
+        )
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        assert self.settings is not None
+        if opts.verify and args:
+            raise UsageError("--verify takes one items file and no seed id")
+        try:
+            config = TraverseConfig.from_settings(self.settings)
+            if opts.verify:
+                self.exitcode = verify(opts.verify, config)
+            else:
+                self.exitcode = extract(args, config)
+        except (ConfigError, ManifestError) as exc:
+            write_text(sys.stderr, f"error: {redact_text(str(exc))}\n")
+            self.exitcode = 2
+
+
+def _warnings_to_stderr() -> None:
+    # The command runs without Scrapy's log: the pages' warnings go to stderr as lines.
+    logger = logging.getLogger("traverse_crawl.extraction")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("warning: %(message)s"))
+        logger.addHandler(handler)
+        logger.propagate = False
+
+
+def extract(seed_ids: list[str], config: TraverseConfig) -> int:
+    if config.extract is None:
+        raise ConfigError("TRAVERSE_EXTRACT", "not set: name the extraction file (TOML or JSON)")
+    store = FilesystemSnapshotStore(config.store)
+    if not store.exists():
+        raise ConfigError("TRAVERSE_STORE", f"no snapshot store at {store.root}")
+    manifests = load_all([config.manifest_dir])
+    if seed_ids:
+        known = {manifest.seed_id for manifest in manifests}
+        unknown = [seed for seed in seed_ids if seed not in known]
+        if unknown:
+            raise ConfigError(
+                "SEED_ID", f"no manifest in {config.manifest_dir} for seed {unknown[0]!r}"
+            )
+        manifests = [manifest for manifest in manifests if manifest.seed_id in seed_ids]
+    _warnings_to_stderr()
+    extractor = Extractor(config.extract, config.max_items_per_page, config.extract_timeout)
+    with worker_pool(config, sum(len(m.data["pages"]) for m in manifests)) as pool:
+        return _extract_all(manifests, config, extractor, store, pool)
+
+
+@contextlib.contextmanager
+def worker_pool(config: TraverseConfig, pages: int) -> Iterator[Executor | None]:
+    """Processes that extract pages beside each other (one per CPU, at most 4), for more
+    than a few hundred pages; each compiles the rules again from the file's bytes."""
+    workers = min(os.cpu_count() or 1, 4)
+    rules = config.extract
+    if workers < 2 or pages < POOL_PAGES or rules is None or not rules.raw:
+        yield None
+        return
+    args = (rules.raw, rules.source, config.max_items_per_page, config.extract_timeout,
+            config.store)  # fmt: skip
+    with ProcessPoolExecutor(workers, initializer=start_worker, initargs=args) as pool:
+        yield pool
+
+
+def _extract_all(
+    manifests: list[Loaded],
+    config: TraverseConfig,
+    extractor: Extractor,
+    store: FilesystemSnapshotStore,
+    pool: Executor | None,
+) -> int:
+    status = 0
+    for manifest in manifests:
+        target = items_path(config.items_dir, manifest.seed_id)
+        counts: dict[str, int] = {}
+        chunks = seed_chunks(extractor, store, manifest.data, None, counts, pool)
+        try:
+            write_items_file(target, chunks)
+        except OSError as exc:
+            write_text(sys.stderr, f"error: cannot write {target}: {exc.strerror or exc}\n")
+            status = 1
+            continue
+        write_text(
+            sys.stdout,
+            redact_text(
+                f"seed {manifest.seed_id}: {counts['items']} item(s) from {counts['pages']} "
+                f"page(s) -> {target}\n"
+            ),
+        )
+        if counts["unread"]:
+            status = 1  # a page's snapshot was not in the store: its items are lost
+    return status
+
+
+def verify(path: str, config: TraverseConfig) -> int:
+    try:
+        items = read_items(path)
+    except OSError as exc:
+        raise ConfigError("--verify", f"cannot read {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise ConfigError("--verify", str(exc)) from None
+    verifier = Verifier(FilesystemSnapshotStore(config.store))
+    found = 0
+    for number, item in items:
+        for mismatch in verifier.verify(number, item):
+            found += 1
+            write_text(sys.stdout, redact_text(f"{path}: {mismatch}\n"))
+    if found:
+        write_text(sys.stderr, f"{found} mismatch(es) in {len(items)} item(s)\n")
+        return 1
+    write_text(
+        sys.stdout,
+        f"{path}: {len(items)} item(s), {verifier.entries} evidence entries verified\n",
+    )
+    return 0

@@ -1,0 +1,1 @@
+"""Extraction with evidence: declared fields, every value traceable to its bytes."""

@@ -1,0 +1,307 @@
+"""``Extractor``: the items of one stored page, each value with its evidence (docs/extraction.md).
+
+Pure: a body, its URLs and the compiled rules in, item dicts out. The crawl runs it
+off the reactor thread (``extraction/runner.py``), ``scrapy extract`` runs it over the
+store, and a spider's ``parse_page`` may call it directly. Every page is bounded: at
+most ``max_items_per_page`` items (and values of one ``many`` field), and at most
+``timeout`` seconds, regular expressions included (the ``regex`` module's timeout);
+a page past a bound keeps what fits, or nothing after the timeout, with a warning.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from lxml import etree
+
+from traverse_crawl.crawl.html import cap_attributes
+from traverse_crawl.extraction.items import ExtractedItem
+from traverse_crawl.extraction.rules import FieldRule, ItemType, Rules, load_rules
+from traverse_crawl.extraction.spans import SourceMap, node_path
+from traverse_crawl.extraction.values import NoValue, derive
+from traverse_crawl.fetch import urls
+from traverse_crawl.meta_keys import SNAPSHOT
+
+MAX_ITEMS_PER_PAGE = 1000
+TIMEOUT = 10.0
+_local = threading.local()
+
+
+class ExtractionTimeout(Exception):
+    pass
+
+
+@dataclass
+class Extraction:
+    """One page's items (in type, then node order) and its page warnings."""
+
+    items: list[ExtractedItem] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _parser() -> etree.HTMLParser:
+    # One per thread (an lxml parser must not be shared between threads); comments
+    # are kept, as parsel keeps them, so selectors see the page parsel would.
+    parser: etree.HTMLParser | None = getattr(_local, "parser", None)
+    if parser is None:
+        parser = etree.HTMLParser(recover=True, huge_tree=True, encoding="utf-8")
+        _local.parser = parser
+    return parser
+
+
+def parse_body(body: str) -> tuple[etree._Element | None, bool]:
+    """The parsed page, and whether character positions in it are those of ``body``.
+
+    NUL becomes U+FFFD (what an HTML parser reads it as; lxml refuses NUL), which
+    keeps every position; a start tag cut for too many attributes (``crawl/html.py``)
+    does not, and then no span is given.
+    """
+    text = body.replace("\x00", "\ufffd") if "\x00" in body else body
+    text, cut = cap_attributes(text)
+    if not text.strip():
+        return None, False
+    try:
+        root = etree.fromstring(text.encode("utf-8", "surrogatepass"), _parser())
+    except (etree.XMLSyntaxError, ValueError):
+        return None, False
+    return root, cut == 0
+
+
+def document_base(root: etree._Element, page_url: str) -> str:
+    """The page's final URL, or its first ``<base href>`` resolved against it."""
+    for base in root.iter("base"):
+        href = base.get("href")
+        if href is not None and href.strip():
+            resolved = urls.normalize(href, page_url)
+            if resolved is not None:
+                return resolved
+        break
+    return page_url
+
+
+def matched_text(result: Any) -> str:
+    """What a selector result reads as: a text or attribute value as it is, an element
+    as its markup (parsel's ``.get()``), a number or boolean of an XPath function."""
+    if isinstance(result, etree._Element):
+        return str(etree.tostring(result, method="html", encoding="unicode", with_tail=False))
+    if isinstance(result, bool):
+        return "true" if result else "false"
+    if isinstance(result, float):
+        return str(int(result)) if result.is_integer() else repr(result)
+    return str(result)
+
+
+class Extractor:
+    """Extraction rules, compiled once; ``extract`` applies them to one page.
+
+    ``rules`` is the path of an extraction file (TOML or JSON, docs/extraction.md) or
+    ``Rules`` already loaded. Raises ``ConfigError`` for a bad file.
+    """
+
+    def __init__(
+        self,
+        rules: Rules | str | os.PathLike[str],
+        max_items_per_page: int = MAX_ITEMS_PER_PAGE,
+        timeout: float = TIMEOUT,
+    ) -> None:
+        self.rules = rules if isinstance(rules, Rules) else load_rules(os.fspath(rules))
+        self.max_items = max_items_per_page
+        self.timeout = timeout
+
+    @property
+    def extractor(self) -> str:
+        """``sha256:`` of the extraction file's bytes: every item's ``extractor``."""
+        return self.rules.extractor
+
+    def extract_page(self, response: Any, page: dict[str, Any]) -> list[ExtractedItem]:
+        """For ``TraverseSpider.parse_page(response, page)``: the page's items from its
+        snapshot as stored (the body a replay serves), with its page id and sourceRef."""
+        snapshot = getattr(response, "meta", {}).get(SNAPSHOT)
+        body = snapshot["body"] if isinstance(snapshot, dict) else response.text
+        final_url = snapshot["url"] if isinstance(snapshot, dict) else response.url
+        return self.extract(
+            body,
+            final_url,
+            page_url=page.get("url"),
+            page_id=page.get("id"),
+            source_ref=page.get("sourceRef"),
+        ).items
+
+    def extract(
+        self,
+        body: str,
+        final_url: str,
+        *,
+        page_url: str | None = None,
+        page_id: str | None = None,
+        source_ref: str | None = None,
+        seed_url: str | None = None,
+    ) -> Extraction:
+        """The items of one HTML page. ``final_url`` is the URL the body was read from
+        (``url`` fields resolve against it), ``page_url`` the page's URL in the
+        manifest (default ``final_url``), ``seed_url`` the seed whose origin ``paths``
+        apply to (default: the page's own origin)."""
+        deadline = time.monotonic() + self.timeout
+        out = Extraction()
+        try:
+            self._extract(body, final_url, page_url or final_url, page_id, source_ref,
+                          seed_url, deadline, out)  # fmt: skip
+        except (ExtractionTimeout, TimeoutError):
+            out.items.clear()
+            out.warnings.append(
+                f"extraction stopped after {self.timeout:g} s (TRAVERSE_EXTRACT_TIMEOUT); "
+                "no items from this page"
+            )
+        return out
+
+    def _extract(
+        self,
+        body: str,
+        final_url: str,
+        page_url: str,
+        page_id: str | None,
+        source_ref: str | None,
+        seed_url: str | None,
+        deadline: float,
+        out: Extraction,
+    ) -> None:
+        root, exact = parse_body(body)
+        if root is None:
+            return
+        source = SourceMap(body, root) if exact else None
+        base = document_base(root, final_url)
+        origin = urls.origin(seed_url or final_url)
+        parsed = urls.parse(final_url)
+        on_origin = parsed is not None and urls.same_origin(final_url, origin)
+        path = str(parsed.pathname) if parsed is not None else ""
+        page = _Page(root, source, base, deadline, self.max_items, out)
+        head = {"pageId": page_id, "url": page_url, "sourceRef": source_ref}
+        head = {key: value for key, value in head.items() if value is not None}
+        for item_type in self.rules.types:
+            if item_type.paths and not (on_origin and item_type.matches_path(path)):
+                continue
+            if item_type.require is not None and not _truthy(item_type.require.compiled(root)):
+                continue
+            contexts = (
+                [root] if item_type.each is None else _elements(item_type.each.compiled(root))
+            )
+            for context in contexts:
+                if len(out.items) >= self.max_items:
+                    out.warnings.append(
+                        f"extraction: more than {self.max_items} items on this page; the first "
+                        f"{self.max_items} were kept (TRAVERSE_MAX_ITEMS_PER_PAGE)"
+                    )
+                    return
+                out.items.append(page.item(item_type, context, head, self.rules.extractor))
+
+
+def _truthy(result: Any) -> bool:
+    return bool(result) if isinstance(result, (list, bool, float)) else bool(str(result))
+
+
+def _elements(result: Any) -> list[Any]:
+    if not isinstance(result, list):
+        return []
+    return [node for node in result if isinstance(node, etree._Element)]
+
+
+class _Page:
+    """One page's parse, shared by its item types and fields."""
+
+    def __init__(
+        self,
+        root: etree._Element,
+        source: SourceMap | None,
+        base: str,
+        deadline: float,
+        max_values: int,
+        out: Extraction,
+    ) -> None:
+        self.root = root
+        self.source = source
+        self.base = base
+        self.deadline = deadline
+        self.max_values = max_values
+        self.out = out
+        self.capped: set[str] = set()
+
+    def item(
+        self, item_type: ItemType, context: Any, head: dict[str, Any], extractor: str
+    ) -> ExtractedItem:
+        fields: dict[str, Any] = {}
+        missing: list[str] = []
+        evidence: dict[str, list[dict[str, Any]]] = {}
+        for rule in item_type.fields:
+            value, entries = self.field(item_type, rule, context)
+            if value is None:
+                missing.append(rule.name)
+            else:
+                fields[rule.name] = value
+            if entries:
+                evidence[rule.name] = entries
+        return ExtractedItem(
+            {"type": item_type.name, **head, "fields": fields, "missing": missing,
+             "extractor": extractor, "evidence": evidence}
+        )  # fmt: skip
+
+    def field(
+        self, item_type: ItemType, rule: FieldRule, context: Any
+    ) -> tuple[Any, list[dict[str, Any]]]:
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            raise ExtractionTimeout
+        results = rule.selector.compiled(context)
+        if not isinstance(results, list):
+            results = [results]
+        values: list[Any] = []
+        entries: list[dict[str, Any]] = []
+        for result in results:
+            text = matched_text(result)
+            if not text.strip():
+                continue  # whitespace between elements is not a value
+            if rule.many and len(values) >= self.max_values:
+                key = f"{item_type.name}.{rule.name}"
+                if key not in self.capped:
+                    self.capped.add(key)
+                    self.out.warnings.append(
+                        f"extraction: field {rule.name!r} of type {item_type.name!r} matched "
+                        f"more than {self.max_values} values; the first {self.max_values} "
+                        "were kept (TRAVERSE_MAX_ITEMS_PER_PAGE)"
+                    )
+                break
+            entry = self.evidence(rule, result, text)
+            try:
+                value = derive(text, rule.pattern, rule.url, rule.type, self.base,
+                               max(0.001, self.deadline - time.monotonic()))  # fmt: skip
+            except NoValue as exc:
+                entry["reason"] = str(exc)
+            else:
+                values.append(value)
+            entries.append(entry)
+            if not rule.many:
+                break
+        if not values:
+            return None, entries
+        return (values if rule.many else values[0]), entries
+
+    def evidence(self, rule: FieldRule, result: Any, text: str) -> dict[str, Any]:
+        entry: dict[str, Any] = {"selector": rule.selector.written}
+        node = node_path(result)
+        if node is not None:
+            entry["node"] = node
+        entry["text"] = text
+        if self.source is not None and node is not None:
+            span = self.source.span(result, text)
+            if span is not None:
+                entry["span"] = [span[0], span[1]]
+        if rule.pattern is not None:
+            entry["re"] = rule.pattern.pattern
+        if rule.url:
+            entry["url"] = True
+        if rule.type != "string":
+            entry["type"] = rule.type
+        return entry

@@ -1,0 +1,143 @@
+"""Extraction in a crawl (``TRAVERSE_EXTRACT``): each page as it is recorded, each items
+file once its seed's manifest is written (docs/extraction.md).
+
+The traverse spider hands every ``html`` snapshot here before it records the page:
+extraction runs in one worker thread, so neither a huge page nor a slow regular
+expression (bounded by ``TRAVERSE_EXTRACT_TIMEOUT``) holds the reactor. The page's
+lines wait in a spool file (``crawl/spool.py``), keyed by page id and ``sourceRef``.
+When a seed's manifest is written (the ``manifest_written`` signal: once per seed,
+with ``JOBDIR`` and ``REDIS_URL`` too), its items file is written from it, in the
+manifest's page order: the lines kept here, and for a page this process did not
+extract (recorded before a resume, or by another worker) the snapshot re-extracted
+from the store. Same snapshots and rules, same bytes, whatever the concurrency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Any
+
+from scrapy import signals
+from scrapy.crawler import Crawler
+
+from traverse_crawl.config.settings import TraverseConfig
+from traverse_crawl.crawl.spool import Spool
+from traverse_crawl.errors import ConfigError
+from traverse_crawl.extraction.extractor import Extraction, Extractor
+from traverse_crawl.extraction.from_store import encode_items, page_key, seed_chunks
+from traverse_crawl.extraction.items import items_path, write_items_file
+from traverse_crawl.signals import manifest_written
+from traverse_crawl.snapshots.model import Snapshot
+from traverse_crawl.snapshots.store import FilesystemSnapshotStore, shown_name
+from traverse_crawl.stats import inc, inc_lost
+
+logger = logging.getLogger(__name__)
+
+WRITE_ATTEMPTS = 3
+
+
+class SpiderExtraction:
+    def __init__(self, crawler: Crawler, config: TraverseConfig) -> None:
+        assert config.extract is not None
+        self.crawler = crawler
+        self.extractor = Extractor(
+            config.extract, config.max_items_per_page, config.extract_timeout
+        )
+        self.directory = config.items_dir
+        try:
+            os.makedirs(self.directory, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(
+                "TRAVERSE_ITEMS_DIR", f"cannot create {self.directory!r}: {exc.strerror or exc}"
+            ) from None
+        self.store = FilesystemSnapshotStore(config.store) if config.mode != "live" else None
+        self.executor = ThreadPoolExecutor(1, thread_name_prefix="traverse-extract")
+        self.spool = Spool(self.directory)
+        self.kept: dict[bytes, tuple[int, int] | bytes] = {}
+        crawler.signals.connect(self.on_manifest_written, signal=manifest_written)
+        # After spider_closed, whose handlers write the manifests of seeds left open.
+        crawler.signals.connect(self.on_engine_stopped, signal=signals.engine_stopped)
+
+    async def extract(
+        self, snapshot: Snapshot, page_id: str, page_url: str, source_ref: str, seed_url: str
+    ) -> Extraction:
+        """The page's items and warnings, computed in the extraction thread."""
+        job = partial(
+            self.extractor.extract,
+            snapshot["body"],
+            snapshot["url"],
+            page_url=page_url,
+            page_id=page_id,
+            source_ref=source_ref,
+            seed_url=seed_url,
+        )
+        extraction = await asyncio.get_running_loop().run_in_executor(self.executor, job)
+        self._keep(page_id, source_ref, encode_items(extraction))
+        stats = self.crawler.stats
+        inc(stats, "extraction/pages")
+        if extraction.items:
+            inc(stats, "extraction/items", len(extraction.items))
+        if extraction.warnings:
+            inc(stats, "extraction/page_warnings")
+        return extraction
+
+    def _keep(self, page_id: str, source_ref: str, lines: bytes) -> None:
+        key = page_key(page_id, source_ref)
+        if not lines:
+            self.kept[key] = (0, 0)
+            return
+        chunk = self.spool.write(lines)
+        self.kept[key] = lines if chunk is None else chunk
+
+    def _cached(self, page_id: str, source_ref: str) -> bytes | None:
+        kept = self.kept.get(page_key(page_id, source_ref))
+        if kept is None or isinstance(kept, bytes):
+            return kept
+        offset, length = kept
+        return self.spool.read(offset, length) if length else b""
+
+    def on_manifest_written(self, seed_id: str, path: str) -> None:
+        target = items_path(self.directory, seed_id)
+        shown = shown_name(target, seed_id)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                manifest = json.load(handle)
+        except (OSError, ValueError) as exc:
+            inc_lost(self.crawler.stats, "extraction/items_file_error")
+            logger.error("cannot read the manifest of seed %r back (%s): its items file %s "
+                         "is not written", seed_id, exc, shown)  # fmt: skip
+            return
+        # In the extraction thread, which the reactor waits for: the pages this process
+        # did not extract are extracted there too, never by two threads at once.
+        self.executor.submit(self._write, seed_id, manifest, target, shown).result()
+
+    def _write(self, seed_id: str, manifest: dict[str, Any], target: str, shown: str) -> None:
+        error: Exception | None = None
+        for _attempt in range(WRITE_ATTEMPTS):
+            counts: dict[str, int] = {}
+            try:
+                write_items_file(
+                    target, seed_chunks(self.extractor, self.store, manifest, self._cached, counts)
+                )
+            except OSError as exc:
+                error = exc
+            else:
+                inc(self.crawler.stats, "extraction/items_files")
+                logger.info(
+                    "items for seed %r: %s (%d item(s) from %d page(s))",
+                    seed_id, shown, counts["items"], counts["pages"],
+                    extra={"seed": seed_id},
+                )  # fmt: skip
+                return
+        inc_lost(self.crawler.stats, "extraction/items_file_error")  # the crawl exits 1
+        logger.error("could not write the items file %s (%s): the items of seed %r are lost",
+                     shown, error, seed_id)  # fmt: skip
+
+    def on_engine_stopped(self) -> None:
+        self.executor.shutdown(wait=False, cancel_futures=True)
+        self.spool.close()
