@@ -24,7 +24,6 @@ from traverse_crawl.fetch import urls
 from traverse_crawl.fetch.exceptions import CommandFailed
 from traverse_crawl.manifests.read import ManifestError, load_all, skipped_path, stored_snapshot
 from traverse_crawl.reports import diff
-from traverse_crawl.reports import html as reporthtml
 from traverse_crawl.reports.model import Skipped, build_seed, derive_parents, ok, skipped_summary
 from traverse_crawl.snapshots.model import body_size
 from traverse_crawl.snapshots.store import FilesystemSnapshotStore, shown_name
@@ -86,6 +85,10 @@ class Command(ScrapyCommand):
             seed.skipped = read_skipped(manifest.path, shown)
             seeds.append(seed)
         against = [shown(path) for path in opts.against] if opts.against else opts.against
+        # The page's renderer only here: Scrapy imports every command module at the
+        # start of every command, `scrapy crawl` included.
+        from traverse_crawl.reports import html as reporthtml
+
         html = reporthtml.page(seeds, [shown(m.path) for m in loaded], against)
         try:
             atomic_write_text(opts.output, html)

@@ -16,7 +16,7 @@ import tempfile
 import zipfile
 from collections.abc import Iterator
 from contextlib import ExitStack
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
@@ -30,10 +30,12 @@ from traverse_crawl.fetch.exceptions import CommandFailed
 from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.snapshots.store import FilesystemSnapshotStore
 from traverse_crawl.version import __version__
-from traverse_crawl.warc.export import write_warc
-from traverse_crawl.warc.importer import ImportReport, Source, candidates, file_source
-from traverse_crawl.warc.records import info_fields
-from traverse_crawl.warc.wacz import write_wacz
+
+# The WARC modules (warcio, ISA-L) are imported by the subcommand that uses them:
+# Scrapy imports every command module at the start of every command, `scrapy crawl`
+# included.
+if TYPE_CHECKING:
+    from traverse_crawl.warc.importer import ImportReport, Source
 
 SOFTWARE = f"traverse_crawl/{__version__} (warcio)"
 
@@ -76,6 +78,10 @@ class Command(StoreCommand, ScrapyCommand):
         else:
             found = list(store.walk())
         found.sort(key=lambda s: (s["sourceId"], s["fetchedAt"]))
+        from traverse_crawl.warc.export import write_warc
+        from traverse_crawl.warc.records import info_fields
+        from traverse_crawl.warc.wacz import write_wacz
+
         info = info_fields(SOFTWARE, {"source": store.root})
         directory = os.path.dirname(os.path.abspath(output))
         handle, tmp = tempfile.mkstemp(dir=directory, prefix=".export-", suffix=".tmp")
@@ -104,6 +110,8 @@ class Command(StoreCommand, ScrapyCommand):
         except ConfigError as exc:
             raise CommandFailed(str(exc)) from None
         store = FilesystemSnapshotStore(root)
+        from traverse_crawl.warc.importer import ImportReport, candidates
+
         report = ImportReport()
         newest: dict[str, str] = {}
         with ExitStack() as stack:
@@ -145,6 +153,8 @@ def _progress(snapshots: list[Snapshot]) -> Iterator[Snapshot]:
 
 def _sources(path: str, stack: ExitStack, report: ImportReport) -> list[Source]:
     """A WARC file, or each WARC inside a WACZ (extracted to a temporary file)."""
+    from traverse_crawl.warc.importer import file_source
+
     try:
         if not zipfile.is_zipfile(path):
             return [file_source(path)]

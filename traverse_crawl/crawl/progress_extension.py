@@ -10,10 +10,8 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
@@ -23,6 +21,10 @@ from traverse_crawl.config.settings import get_config
 from traverse_crawl.crawl.frontier import Frontier
 from traverse_crawl.crawl.progress import SeedProgress, log_line, per_minute
 from traverse_crawl.signals import seed_started
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import TaskID
 
 logger = logging.getLogger(__name__)
 
@@ -114,6 +116,11 @@ class LiveDisplay:
     """
 
     def __init__(self) -> None:
+        # rich only here: a crawl whose stderr is not a terminal (a service, a
+        # pipe, a test) never imports it (about 45 ms of every start-up).
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
         self.console = Console(file=sys.stderr)
         self.progress = Progress(
             TextColumn("[bold]{task.description}"),
