@@ -14,6 +14,7 @@
     .venv/bin/python bench/run.py scale        # RSS and pages/s at 2,000-100,000 pages
     .venv/bin/python bench/run.py writersplit  # capture's writer process, split
     .venv/bin/python bench/run.py startup      # a one-page crawl against the plain spider's
+    .venv/bin/python bench/run.py features     # CPU per page of each mode and feature
     .venv/bin/python bench/run.py ab --baseline DIR  # live, capture, replay against DIR
 
 Every crawl is a real ``scrapy`` process against nginx on 127.0.0.1 serving the
@@ -71,7 +72,9 @@ TARGET_POLITENESS_RATIO = 1.2  # 100 pages at 0.05 s: <= 1.2x the 5 s of delays
 TARGET_REPLAY_RATIO = 2.5  # replay pages/s >= 2.5x live pages/s
 TARGET_WARC_RATIO = 0.85  # capture with WARC pages/s >= 0.85x capture without
 # Scenarios in bench/<name>.py, each with run(bench).
-MODULES = ["ab", "dns", "origins", "latency", "metrics", "scale", "startup", "writersplit"]
+MODULES = [
+    "ab", "dns", "features", "origins", "latency", "metrics", "scale", "startup", "writersplit",
+]  # fmt: skip
 
 
 def python() -> str:
@@ -970,6 +973,13 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         default=None,
         help="ab, capture, replay: another checkout, interleaved (A/B)",
+    )
+    parser.add_argument(
+        "--feature",
+        action="append",
+        default=[],
+        metavar="LABEL:MODE:NAME=VALUE,...",
+        help="features: one more row (repeatable), e.g. 'extraction:live:NAME=VALUE'",
     )
     parser.add_argument("--site-dir", type=Path, default=None, help="reuse a generated site here")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
