@@ -51,7 +51,8 @@ def test_a_crawl_imports_no_module_its_settings_do_not_use(tmp_path, server):
     # Start-up is most of a small crawl's time: a capture without TRAVERSE_WARC_DIR,
     # whose stderr is not a terminal, imports no WARC code (warcio), no live progress
     # display (rich), no cookie handling (tldextract, requests: Traverse sends no
-    # cookies), and none of the report and WARC commands' own modules.
+    # cookies), no DNS message codec (twisted.names: the system resolver answers), and none
+    # of the report and WARC commands' own modules.
     server.site({"/": "<p>one page</p>"})
     done = scrapy(
         *("crawl", "traverse", "-a", f"url={server.url('/')}"),
@@ -64,7 +65,7 @@ def test_a_crawl_imports_no_module_its_settings_do_not_use(tmp_path, server):
     assert "'downloader/response_count': 2" in done.stderr  # robots.txt and the page
     assert "traverse_crawl.snapshots.writer" in imported  # a capture: the store's writer
     cookies = "scrapy.downloadermiddlewares.cookies"
-    for module in ("warcio", "rich", "tldextract", "requests", cookies):
+    for module in ("warcio", "rich", "tldextract", "requests", cookies, "twisted.names.dns"):
         assert module not in imported, module
     assert sorted(m for m in imported if m.startswith("traverse_crawl.warc")) == []
     assert "traverse_crawl.reports.html" not in imported
