@@ -55,7 +55,7 @@ SETTINGS: dict[str, Any] = {
         if name != "scrapy.extensions.remote_control.RemoteControl"
     },
     # Traverse sends no cookies, and CookiesMiddleware's module imports tldextract and
-    # requests (about 60 ms and 4 MB of every crawl process; Scrapy imports every key of
+    # requests (about 60 ms of every crawl process; Scrapy imports every key of
     # DOWNLOADER_MIDDLEWARES_BASE, None or not): it is left out of the base as well. A
     # project that wants cookies names it in DOWNLOADER_MIDDLEWARES and sets
     # COOKIES_ENABLED.
