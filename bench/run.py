@@ -15,6 +15,8 @@
     .venv/bin/python bench/run.py writersplit  # capture's writer process, split
     .venv/bin/python bench/run.py extract      # capture with TRAVERSE_EXTRACT; scrapy extract
     .venv/bin/python bench/run.py objectstore  # capture into an S3 bucket vs a bare client
+    .venv/bin/python bench/run.py startup      # a one-page crawl against the plain spider's
+    .venv/bin/python bench/run.py features     # CPU per page of each mode and feature
     .venv/bin/python bench/run.py ab --baseline DIR  # live, capture, replay against DIR
 
 Every crawl is a real ``scrapy`` process against nginx on 127.0.0.1 serving the
@@ -73,16 +75,9 @@ TARGET_REPLAY_RATIO = 2.5  # replay pages/s >= 2.5x live pages/s
 TARGET_WARC_RATIO = 0.85  # capture with WARC pages/s >= 0.85x capture without
 # Scenarios in bench/<name>.py, each with run(bench).
 MODULES = [
-    "ab",
-    "dns",
-    "origins",
-    "latency",
-    "metrics",
-    "objectstore",
-    "scale",
-    "writersplit",
-    "extract",
-]
+    "ab", "dns", "extract", "features", "origins", "latency", "metrics", "objectstore", "scale",
+    "startup", "writersplit",
+]  # fmt: skip
 
 
 def python() -> str:
@@ -981,6 +976,13 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         default=None,
         help="ab, capture, replay: another checkout, interleaved (A/B)",
+    )
+    parser.add_argument(
+        "--feature",
+        action="append",
+        default=[],
+        metavar="LABEL:MODE:NAME=VALUE,...",
+        help="features: one more row (repeatable), e.g. 'extraction:live:NAME=VALUE'",
     )
     parser.add_argument("--site-dir", type=Path, default=None, help="reuse a generated site here")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory")

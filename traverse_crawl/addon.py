@@ -54,6 +54,16 @@ SETTINGS: dict[str, Any] = {
         for name, order in scrapy_defaults.EXTENSIONS_BASE.items()
         if name != "scrapy.extensions.remote_control.RemoteControl"
     },
+    # Traverse sends no cookies, and CookiesMiddleware's module imports tldextract and
+    # requests (about 60 ms of every crawl process; Scrapy imports every key of
+    # DOWNLOADER_MIDDLEWARES_BASE, None or not): it is left out of the base as well. A
+    # project that wants cookies names it in DOWNLOADER_MIDDLEWARES and sets
+    # COOKIES_ENABLED.
+    "DOWNLOADER_MIDDLEWARES_BASE": {
+        name: order
+        for name, order in scrapy_defaults.DOWNLOADER_MIDDLEWARES_BASE.items()
+        if name != "scrapy.downloadermiddlewares.cookies.CookiesMiddleware"
+    },
     "FEED_EXPORT_ENCODING": "utf-8",
     "LOG_LEVEL": "INFO",
 }
@@ -81,13 +91,13 @@ SETTINGS: dict[str, Any] = {
 #  950  PolitenessMiddleware    per-origin download slots, end-to-start delay
 #  960  UnverifiedTlsMiddleware DOWNLOAD_VERIFY_CERTIFICATES=False: warn on each HTTPS page
 #
-# Off: MetaRefreshMiddleware and CookiesMiddleware (Traverse does neither).
+# Off: MetaRefreshMiddleware and CookiesMiddleware (Traverse does neither; the latter is
+# left out of DOWNLOADER_MIDDLEWARES_BASE, above).
 DOWNLOADER_MIDDLEWARES: dict[str, int | None] = {
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
     "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
-    "scrapy.downloadermiddlewares.cookies.CookiesMiddleware": None,
     "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
     "traverse_crawl.fetch.failure_middleware.TypedFailureMiddleware": 10,
     "traverse_crawl.snapshots.capture_middleware.PageIdMiddleware": 20,
@@ -144,8 +154,6 @@ EXTENSIONS: dict[str, int | None] = {
     "traverse_crawl.runtime.refill_extension.RefillAtResponse": 0,
     # First SIGINT/SIGTERM: nothing new starts; second: manifests written, then exit.
     "traverse_crawl.crawl.stop.TwoSignalStop": 100,
-    # TRAVERSE_WARC_DIR: every exchange of a capture also goes to WARC files.
-    "traverse_crawl.warc.extension.WarcWriterExtension": 500,
     "traverse_crawl.crawl.progress_extension.ProgressExtension": 510,
     # TRAVERSE_STATS_FILE: the final stats and each seed's totals, once the engine stopped.
     "traverse_crawl.operations.stats_file.StatsFileExtension": 520,
@@ -163,6 +171,12 @@ EXTENSIONS: dict[str, int | None] = {
 DISTRIBUTED: dict[str, dict[str, int | None]] = {
     "ITEM_PIPELINES": {"traverse_crawl.distributed.pipeline.CommitPipeline": 850},
     "EXTENSIONS": {"traverse_crawl.distributed.shared_politeness.SharedPoliteness": 100},
+}
+
+# What TRAVERSE_WARC_DIR adds: every exchange of a capture also goes to WARC files. Only
+# then, so a crawl without it imports nothing of warcio.
+WARC: dict[str, dict[str, int | None]] = {
+    "EXTENSIONS": {"traverse_crawl.warc.extension.WarcWriterExtension": 500},
 }
 
 # What TRAVERSE_METRICS_PORT adds: the Prometheus endpoint. Only then, so a crawl without
@@ -204,6 +218,8 @@ class Addon:
         ]
         if config.redis.enabled:
             tables += DISTRIBUTED.items()
+        if config.warc_dir:
+            tables += WARC.items()
         if config.metrics_port:
             tables += METRICS.items()
         for name, table in tables:

@@ -91,8 +91,11 @@ def test_each_replacement_takes_the_priority_of_the_built_in_it_turns_off():
         ours["traverse_crawl.fetch.compression_middleware.HttpCompressionMiddleware"]
         == (base[compression])
     )
-    for off in ("redirect.MetaRefreshMiddleware", "cookies.CookiesMiddleware"):
-        assert ours[f"scrapy.downloadermiddlewares.{off}"] is None
+    assert ours["scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware"] is None
+    # Left out of the base itself: Scrapy imports every base key, None or not.
+    cookies = "scrapy.downloadermiddlewares.cookies.CookiesMiddleware"
+    assert cookies not in base
+    assert cookies not in enabled(settings, "DOWNLOADER_MIDDLEWARES")
     spider = entries(settings, "SPIDER_MIDDLEWARES")
     spider_base = {path(k): v for k, v in settings.getdict("SPIDER_MIDDLEWARES_BASE").items()}
     http_error = "scrapy.spidermiddlewares.httperror.HttpErrorMiddleware"
@@ -145,7 +148,6 @@ def test_pipelines_extensions_handler_and_scheduler():
         "traverse_crawl.runtime.log_level_extension.UnhandledRecordsSkipped",
         "traverse_crawl.runtime.refill_extension.RefillAtResponse",
         "traverse_crawl.crawl.stop.TwoSignalStop",
-        "traverse_crawl.warc.extension.WarcWriterExtension",
         "traverse_crawl.crawl.progress_extension.ProgressExtension",
         "traverse_crawl.operations.stats_file.StatsFileExtension",
         "traverse_crawl.operations.exit_status.LostResultsExitStatus",
@@ -178,6 +180,20 @@ def test_redis_url_adds_the_commit_pipeline_and_the_shared_politeness():
     ]
     shared = "traverse_crawl.distributed.shared_politeness.SharedPoliteness"
     assert shared in enabled(settings, "EXTENSIONS")
+
+
+def test_traverse_warc_dir_adds_the_warc_writer_extension(tmp_path):
+    """Without TRAVERSE_WARC_DIR it is not there at all
+    (test_pipelines_extensions_handler_and_scheduler), so its module, and warcio, are
+    not imported."""
+    # In live mode the extension is listed but stays off: no writer process starts here.
+    user = {"TRAVERSE_WARC_DIR": str(tmp_path / "warc"), "TRAVERSE_MODE": "live"}
+    settings = settings_of(user, TraverseSpider)
+    extensions = enabled(settings, "EXTENSIONS")
+    warc = "traverse_crawl.warc.extension.WarcWriterExtension"
+    progress = "traverse_crawl.crawl.progress_extension.ProgressExtension"
+    assert extensions.index("traverse_crawl.crawl.stop.TwoSignalStop") < extensions.index(warc)
+    assert extensions.index(warc) < extensions.index(progress)
 
 
 def test_plain_values_and_every_default():
@@ -247,6 +263,17 @@ def test_the_users_components_are_kept_beside_ours():
     assert "traverse_crawl.crawl.stop.TwoSignalStop" in extensions
     handlers = settings.getdict("DOWNLOAD_HANDLERS")
     assert handlers == {"https": HTTP11, "http": PLAIN_HANDLER}
+
+
+def test_a_project_that_names_the_cookies_middleware_gets_cookies():
+    cookies = "scrapy.downloadermiddlewares.cookies.CookiesMiddleware"
+    settings = settings_of({"DOWNLOADER_MIDDLEWARES": {cookies: 700}, "COOKIES_ENABLED": True})
+    middlewares = enabled(settings, "DOWNLOADER_MIDDLEWARES")
+    assert cookies in middlewares
+    assert middlewares.index(cookies) < middlewares.index(
+        "traverse_crawl.politeness.delay_middleware.PolitenessMiddleware"
+    )
+    assert settings.getbool("COOKIES_ENABLED")
 
 
 def test_a_bad_setting_stops_any_crawler_at_start_up():

@@ -45,3 +45,27 @@ def test_a_crawl_without_redis_url_imports_no_distributed_code(tmp_path, server)
     # The metrics endpoint's extension is added only with TRAVERSE_METRICS_PORT.
     assert "prometheus_client" not in imported
     assert "traverse_crawl.operations.metrics" not in imported
+
+
+def test_a_crawl_imports_no_module_its_settings_do_not_use(tmp_path, server):
+    # Start-up is most of a small crawl's time: a capture without TRAVERSE_WARC_DIR,
+    # whose stderr is not a terminal, imports no WARC code (warcio), no live progress
+    # display (rich), no cookie handling (tldextract, requests: Traverse sends no
+    # cookies), no DNS message codec (twisted.names: the system resolver answers), and none
+    # of the report and WARC commands' own modules.
+    server.site({"/": "<p>one page</p>"})
+    done = scrapy(
+        *("crawl", "traverse", "-a", f"url={server.url('/')}"),
+        *crawl_args(tmp_path, server.origin),
+        timeout=120,
+        python_flags=("-X", "importtime"),
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+    assert "'downloader/response_count': 2" in done.stderr  # robots.txt and the page
+    assert "traverse_crawl.snapshots.writer" in imported  # a capture: the store's writer
+    cookies = "scrapy.downloadermiddlewares.cookies"
+    for module in ("warcio", "rich", "tldextract", "requests", cookies, "twisted.names.dns"):
+        assert module not in imported, module
+    assert sorted(m for m in imported if m.startswith("traverse_crawl.warc")) == []
+    assert "traverse_crawl.reports.html" not in imported

@@ -33,7 +33,6 @@ from traverse_crawl.manifests.read import (
     stored_snapshot,
 )
 from traverse_crawl.reports import diff
-from traverse_crawl.reports import html as reporthtml
 from traverse_crawl.reports.items_file import DEFAULT_ITEMS_DIR, items_path, scan
 from traverse_crawl.reports.model import (
     ItemsSummary,
@@ -107,6 +106,10 @@ class Command(ScrapyCommand):
             seed.items = read_items(manifest.path, manifest.data, items_dir, shown)
             seeds.append(seed)
         against = [shown(path) for path in opts.against] if opts.against else opts.against
+        # The page's renderer only here: Scrapy imports every command module at the
+        # start of every command, `scrapy crawl` included.
+        from traverse_crawl.reports import html as reporthtml
+
         html = reporthtml.page(seeds, [shown(m.path) for m in loaded], against)
         try:
             atomic_write_text(opts.output, html)

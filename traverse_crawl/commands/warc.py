@@ -16,7 +16,7 @@ import tempfile
 import zipfile
 from collections.abc import Iterator
 from contextlib import ExitStack
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
@@ -31,11 +31,13 @@ from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.snapshots.store import open_snapshot_store
 from traverse_crawl.utils.terminal import escape_controls
 from traverse_crawl.version import __version__
-from traverse_crawl.warc.export import write_warc
-from traverse_crawl.warc.importer import ImportReport, Source, candidates, file_source
-from traverse_crawl.warc.member_stream import MemberStream
-from traverse_crawl.warc.records import info_fields
-from traverse_crawl.warc.wacz import write_wacz
+from traverse_crawl.warc.member_stream import MemberStream  # no warcio: io only
+
+# The WARC modules (warcio, ISA-L) are imported by the subcommand that uses them:
+# Scrapy imports every command module at the start of every command, `scrapy crawl`
+# included.
+if TYPE_CHECKING:
+    from traverse_crawl.warc.importer import ImportReport, Source
 
 SOFTWARE = f"traverse_crawl/{__version__} (warcio)"
 
@@ -78,6 +80,10 @@ class Command(StoreCommand, ScrapyCommand):
         else:
             found = list(store.walk())
         found.sort(key=lambda s: (s["sourceId"], s["fetchedAt"]))
+        from traverse_crawl.warc.export import write_warc
+        from traverse_crawl.warc.records import info_fields
+        from traverse_crawl.warc.wacz import write_wacz
+
         info = info_fields(SOFTWARE, {"source": store.root})
         directory = os.path.dirname(os.path.abspath(output))
         handle, tmp = tempfile.mkstemp(dir=directory, prefix=".export-", suffix=".tmp")
@@ -117,6 +123,8 @@ class Command(StoreCommand, ScrapyCommand):
         # The bound of a crawl's download (Scrapy's, 1 GiB unless set) bounds a payload.
         max_payload = config.download_maxsize
         store = open_snapshot_store(config.store, self.settings)
+        from traverse_crawl.warc.importer import ImportReport, candidates
+
         report = ImportReport()
         newest: dict[str, str] = {}
         with ExitStack() as stack:
@@ -180,6 +188,8 @@ def _progress(snapshots: list[Snapshot]) -> Iterator[Snapshot]:
 
 def _sources(path: str, stack: ExitStack, report: ImportReport) -> list[Source]:
     """A WARC file, or each WARC inside a WACZ, read in place (``warc/member_stream.py``)."""
+    from traverse_crawl.warc.importer import file_source
+
     try:
         if not zipfile.is_zipfile(path):
             return [file_source(path)]

@@ -10,11 +10,8 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
@@ -25,6 +22,10 @@ from traverse_crawl.crawl.frontier import Frontier
 from traverse_crawl.crawl.progress import SeedProgress, log_line, per_minute
 from traverse_crawl.signals import seed_started
 from traverse_crawl.utils.terminal import escape_controls
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import TaskID
 
 logger = logging.getLogger(__name__)
 
@@ -116,6 +117,14 @@ class LiveDisplay:
     """
 
     def __init__(self) -> None:
+        # rich only here: a crawl whose stderr is not a terminal (a service, a
+        # pipe, a test) never imports it (about 45 ms of every start-up).
+        from rich.console import Console
+        from rich.markup import escape
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.escape = escape
+
         self.console = Console(file=sys.stderr)
         self.progress = Progress(
             TextColumn("[bold]{task.description}"),
@@ -148,7 +157,7 @@ class LiveDisplay:
             fields = {"queued": figures.queued, "errors": figures.errors, "rate": rate}
             if figures.seed_id not in self.tasks:
                 self.tasks[figures.seed_id] = self.progress.add_task(  # shown as text, never markup
-                    escape(escape_controls(figures.seed_id)), total=figures.budget, **fields
+                    self.escape(escape_controls(figures.seed_id)), total=figures.budget, **fields
                 )
             self.progress.update(self.tasks[figures.seed_id], completed=figures.recorded, **fields)
         total = _totals(rows)

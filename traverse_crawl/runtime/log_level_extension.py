@@ -1,10 +1,10 @@
 """Log records that no handler would take are not built.
 
-When the spider opens, a root logger at ``NOTSET`` is raised to the lowest level that
-any handler on any logger accepts, so ``isEnabledFor`` turns a dropped debug call down
-before a record exists; the level is put back when the last crawl of the process
-closes. A handler added to a logger *after* the spider opened sees only records at or
-above that level.
+When the spider opens, a root logger at ``NOTSET``, and any logger set below it (Scrapy
+sets "scrapy" to DEBUG), is raised to the lowest level that any handler on any logger
+accepts, so ``isEnabledFor`` turns a dropped debug call down before a record exists;
+the levels are put back when the last crawl of the process closes. A handler added to
+a logger *after* the spider opened sees only records at or above that level.
 """
 
 from __future__ import annotations
@@ -32,27 +32,38 @@ def lowest_handled_level() -> int:
 
 
 # Scrapy's root handler filters by LOG_LEVEL, but ``install_scrapy_root_handler``
-# leaves the root *logger* at NOTSET, so every ``logger.debug`` of a crawl (Scrapy's
-# "Crawled (200) <GET ...>" for each response and "Scraped from ..." for each item,
-# traverse's own per-page lines) builds a LogRecord, and Scrapy's log formatter its
-# message arguments, only for the handler to drop it: a few microseconds each, several
-# per page, on the reactor's thread. Nothing a handler would have written is lost: a
-# logger with a level of its own keeps it, and any handler at NOTSET (pytest's capture,
-# a user's catch-all) leaves the root untouched.
+# leaves the root *logger* at NOTSET, and Scrapy's DEFAULT_LOGGING sets the "scrapy"
+# logger to DEBUG, so every ``logger.debug`` of a crawl (Scrapy's "Crawled (200) <GET
+# ...>" for each response and "Scraped from ..." for each item, traverse's own per-page
+# lines) builds a LogRecord, and the redaction its masked copy, only for the handler to
+# drop it: a few microseconds each, several per page, on the reactor's thread. The root
+# and every logger with a level below the lowest handled one are raised to it. Nothing a
+# handler would have written is lost: no handler takes a record below that level, a
+# logger with a higher level of its own keeps it, a root level somebody chose is left
+# alone, and any handler at NOTSET (pytest's capture, a user's catch-all) leaves every
+# level untouched.
 class UnhandledRecordsSkipped(ProcessWide):
-    saved: int | None = None  # the root logger's level before the first crawl
+    saved: dict[logging.Logger, int] = {}  # the loggers raised, and their levels before
 
     @classmethod
     def apply(cls) -> None:
-        if logging.root.level != logging.NOTSET:
-            return  # a level somebody chose
         level = lowest_handled_level()
-        if level > logging.NOTSET:
-            cls.saved = logging.root.level
-            logging.root.setLevel(level)
+        if level == logging.NOTSET:
+            return
+        raised: list[logging.Logger] = (
+            [logging.root] if logging.root.level == logging.NOTSET else []
+        )
+        raised += [
+            logger
+            for logger in list(logging.Logger.manager.loggerDict.values())
+            if isinstance(logger, logging.Logger) and logging.NOTSET < logger.level < level
+        ]
+        cls.saved = {logger: logger.level for logger in raised}
+        for logger in raised:
+            logger.setLevel(level)
 
     @classmethod
     def undo(cls) -> None:
-        if cls.saved is not None:
-            logging.root.setLevel(cls.saved)
-            cls.saved = None
+        for logger, level in cls.saved.items():
+            logger.setLevel(level)
+        cls.saved = {}

@@ -12,6 +12,8 @@ import io
 import logging
 from collections.abc import Iterator
 
+from scrapy.utils.log import DEFAULT_LOGGING
+
 from traverse_crawl.runtime.log_level_extension import UnhandledRecordsSkipped, lowest_handled_level
 
 
@@ -69,6 +71,27 @@ def test_a_libraries_null_handler_does_not_count():
             assert lowest_handled_level() == logging.INFO
         finally:
             logging.getLogger("urllib3").removeHandler(silent)
+
+
+def test_scrapys_own_debug_level_is_raised_too():
+    """Scrapy's logging configuration sets the "scrapy" logger to DEBUG, so its per-page
+    "Crawled (200)" and "Scraped from" records were built under a raised root too."""
+    assert DEFAULT_LOGGING["loggers"]["scrapy"]["level"] == "DEBUG"
+    scrapy_logger = logging.getLogger("scrapy")
+    saved = scrapy_logger.level
+    with scrapy_like_root() as root_logger:
+        scrapy_logger.setLevel(logging.DEBUG)
+        try:
+            extension = UnhandledRecordsSkipped()
+            extension.opened()
+            assert root_logger.level == logging.INFO
+            assert not logging.getLogger("scrapy.core.engine").isEnabledFor(logging.DEBUG)
+            assert logging.getLogger("scrapy.core.engine").isEnabledFor(logging.INFO)
+            extension.closed()
+            assert scrapy_logger.level == logging.DEBUG
+            assert logging.getLogger("scrapy.core.engine").isEnabledFor(logging.DEBUG)
+        finally:
+            scrapy_logger.setLevel(saved)
 
 
 def test_a_root_level_set_by_the_user_is_left_alone():

@@ -9,6 +9,7 @@ we return None, as forage does.
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import quote_plus
 
 import pytest
 
@@ -153,3 +154,26 @@ def test_parsed_ref_finds_the_exact_snapshot(tmp_path: Path) -> None:
     changed = parse_source_ref(build_source_ref(snaps[1]))
     assert changed is not None
     assert store.get(changed.source_id, changed.body_hash) == snaps[1]
+
+
+def test_every_ascii_character_is_form_encoded_as_url_search_params_does() -> None:
+    """URLSearchParams escapes every ASCII character but A-Z a-z 0-9 * - . _ and writes a
+    space as "+" (ASCII values take a path of their own: compared here with the general
+    one, quote_plus, on every character)."""
+    everything = "".join(map(chr, range(128)))
+
+    def form(value: str) -> str:
+        return quote_plus(value, safe="*").replace("~", "%7E")
+
+    for url in [*everything, everything, "https://h.example/a b?q=1&r=~x#f", "café ~"]:
+        snapshot = {
+            "sourceId": "s",
+            "url": url,
+            "bodyHash": "ab",
+            "fetchedAt": "2024-01-02T03:04:05Z",
+        }
+        expected = (
+            f"traverse-snapshot:s?url={form(url)}&sha256=ab&fetchedAt=2024-01-02T03%3A04%3A05Z"
+        )
+        assert build_source_ref(snapshot) == expected, repr(url)  # type: ignore[arg-type]
+    assert form(" *-._~") == "+*-._%7E"
