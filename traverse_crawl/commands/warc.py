@@ -31,7 +31,6 @@ from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.snapshots.store import open_snapshot_store
 from traverse_crawl.utils.terminal import escape_controls
 from traverse_crawl.version import __version__
-from traverse_crawl.warc.member_stream import MemberStream  # no warcio: io only
 
 # The WARC modules (warcio, ISA-L) are imported by the subcommand that uses them:
 # Scrapy imports every command module at the start of every command, `scrapy crawl`
@@ -207,4 +206,6 @@ def _sources(path: str, stack: ExitStack, report: ImportReport) -> list[Source]:
 
 
 def _member_opener(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Any:
+    from traverse_crawl.warc.member_stream import MemberStream
+
     return lambda: MemberStream(archive.open(info), info.file_size)
