@@ -32,7 +32,8 @@ from traverse_crawl.extraction.from_store import seed_chunks, start_worker
 from traverse_crawl.extraction.items import items_path, read_items, write_items_file
 from traverse_crawl.extraction.verify import Verifier
 from traverse_crawl.manifests.read import Loaded, ManifestError, load_all
-from traverse_crawl.snapshots.store import FilesystemSnapshotStore
+from traverse_crawl.snapshots.store import SnapshotStore, open_snapshot_store
+from traverse_crawl.storage.location import Location, is_bucket_url, open_location
 from traverse_crawl.utils.redact import redact_text
 
 POOL_PAGES = 200  # fewer pages are extracted in the command's own process
@@ -70,9 +71,9 @@ class Command(ScrapyCommand):
         try:
             config = TraverseConfig.from_settings(self.settings)
             if opts.verify:
-                self.exitcode = verify(opts.verify, config)
+                self.exitcode = verify(opts.verify, config, self.settings)
             else:
-                self.exitcode = extract(args, config)
+                self.exitcode = extract(args, config, self.settings)
         except (ConfigError, ManifestError) as exc:
             write_text(sys.stderr, f"error: {redact_text(str(exc))}\n")
             self.exitcode = 2
@@ -88,13 +89,13 @@ def _warnings_to_stderr() -> None:
         logger.propagate = False
 
 
-def extract(seed_ids: list[str], config: TraverseConfig) -> int:
+def extract(seed_ids: list[str], config: TraverseConfig, settings: Any = None) -> int:
     if config.extract is None:
         raise ConfigError("TRAVERSE_EXTRACT", "not set: name the extraction file (TOML or JSON)")
-    store = FilesystemSnapshotStore(config.store)
+    store = open_snapshot_store(config.store, settings)
     if not store.exists():
         raise ConfigError("TRAVERSE_STORE", f"no snapshot store at {store.root}")
-    manifests = load_all([config.manifest_dir])
+    manifests = load_all([config.manifest_dir], settings)
     if seed_ids:
         known = {manifest.seed_id for manifest in manifests}
         unknown = [seed for seed in seed_ids if seed not in known]
@@ -105,8 +106,11 @@ def extract(seed_ids: list[str], config: TraverseConfig) -> int:
         manifests = [manifest for manifest in manifests if manifest.seed_id in seed_ids]
     _warnings_to_stderr()
     extractor = Extractor(config.extract, config.max_items_per_page, config.extract_timeout)
-    with worker_pool(config, sum(len(m.data["pages"]) for m in manifests)) as pool:
-        return _extract_all(manifests, config, extractor, store, pool)
+    items = open_location("TRAVERSE_ITEMS_DIR", config.items_dir, settings or {})
+    pages = sum(len(m.data["pages"]) for m in manifests)
+    # The worker processes read a store on disk; a bucket's pages are read here.
+    with worker_pool(config, 0 if is_bucket_url(config.store) else pages) as pool:
+        return _extract_all(manifests, config, extractor, store, pool, items)
 
 
 @contextlib.contextmanager
@@ -128,8 +132,9 @@ def _extract_all(
     manifests: list[Loaded],
     config: TraverseConfig,
     extractor: Extractor,
-    store: FilesystemSnapshotStore,
+    store: SnapshotStore,
     pool: Executor | None,
+    items: Location | None = None,
 ) -> int:
     status = 0
     for manifest in manifests:
@@ -137,7 +142,7 @@ def _extract_all(
         counts: dict[str, int] = {}
         chunks = seed_chunks(extractor, store, manifest.data, None, counts, pool)
         try:
-            write_items_file(target, chunks)
+            write_items_file(target, chunks, items)
         except OSError as exc:
             write_text(sys.stderr, f"error: cannot write {target}: {exc.strerror or exc}\n")
             status = 1
@@ -154,14 +159,14 @@ def _extract_all(
     return status
 
 
-def verify(path: str, config: TraverseConfig) -> int:
+def verify(path: str, config: TraverseConfig, settings: Any = None) -> int:
     try:
         items = read_items(path)
     except OSError as exc:
         raise ConfigError("--verify", f"cannot read {path}: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise ConfigError("--verify", str(exc)) from None
-    verifier = Verifier(FilesystemSnapshotStore(config.store))
+    verifier = Verifier(open_snapshot_store(config.store, settings))
     found = 0
     for number, item in items:
         for mismatch in verifier.verify(number, item):

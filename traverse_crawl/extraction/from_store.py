@@ -21,7 +21,13 @@ from traverse_crawl.extraction.items import encode_item
 from traverse_crawl.extraction.rules import rules_from_bytes
 from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.snapshots.source_ref import parse_source_ref
-from traverse_crawl.snapshots.store import FilesystemSnapshotStore, deserialize, file_name
+from traverse_crawl.snapshots.store import (
+    FilesystemSnapshotStore,
+    SnapshotStore,
+    deserialize,
+    file_name,
+    source_dir_name,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -33,17 +39,16 @@ def page_key(page_id: str, source_ref: str) -> bytes:
     return hashlib.sha256(f"{page_id}\n{source_ref}".encode("utf-8", "surrogatepass")).digest()[:16]
 
 
-def read_snapshot(store: FilesystemSnapshotStore, source_ref: str) -> Snapshot | None:
+def read_snapshot(store: SnapshotStore, source_ref: str) -> Snapshot | None:
     """The snapshot ``source_ref`` names: its file is found by name (``fetchedAt`` and
     hash), so a page captured many times is not a scan of its directory."""
     ref = parse_source_ref(source_ref)
     if ref is None:
         return None
     name = file_name({"fetchedAt": ref.fetched_at, "bodyHash": ref.body_hash})  # type: ignore[typeddict-item]
-    path = os.path.join(store.directory(ref.source_id), name)
     try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            snapshot = deserialize(handle.read())
+        data = store.location.read(f"{source_dir_name(ref.source_id)}/{name}")
+        snapshot = None if data is None else deserialize(data.decode("utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         snapshot = None
     if (
@@ -103,7 +108,7 @@ def start_worker(raw: bytes, source: str, max_items: int, timeout: float, store_
 def extract_pages(
     batch: list[tuple[dict[str, Any], str]],
     extractor: Extractor | None = None,
-    store: FilesystemSnapshotStore | None = None,
+    store: SnapshotStore | None = None,
 ) -> list[PageResult]:
     """Each ``(page, seed URL)``'s lines, read from the store and extracted."""
     if extractor is None:
@@ -122,7 +127,7 @@ def extract_pages(
 
 def seed_chunks(
     extractor: Extractor,
-    store: FilesystemSnapshotStore | None,
+    store: SnapshotStore | None,
     manifest: dict[str, Any],
     cached: Cached | None = None,
     counts: dict[str, int] | None = None,

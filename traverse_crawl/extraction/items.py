@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any, BinaryIO
 
 from traverse_crawl.snapshots.store import source_dir_name
+from traverse_crawl.storage.location import Location
 from traverse_crawl.utils.atomic import atomic_write
 
 
@@ -36,14 +37,18 @@ def items_path(directory: str, seed_id: str) -> str:
     return os.path.join(directory, source_dir_name(seed_id) + ".jsonl")
 
 
-def write_items_file(path: str, chunks: Iterable[bytes]) -> None:
-    """Write an items file whole, atomically: a reader never sees a part of one."""
+def write_items_file(path: str, chunks: Iterable[bytes], location: Location | None = None) -> None:
+    """Write an items file whole, atomically: a reader never sees a part of one (in
+    ``location``, the items directory, under ``path``'s file name, when given)."""
 
     def write(handle: BinaryIO) -> None:
         for chunk in chunks:
             handle.write(chunk)
 
-    atomic_write(path, write)
+    if location is None:
+        atomic_write(path, write)
+    else:
+        location.write_stream(os.path.basename(path), write)
 
 
 def read_items(path: str) -> list[tuple[int, dict[str, Any]]]:

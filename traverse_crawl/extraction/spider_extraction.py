@@ -31,10 +31,12 @@ from traverse_crawl.errors import ConfigError
 from traverse_crawl.extraction.extractor import Extraction, Extractor
 from traverse_crawl.extraction.from_store import encode_items, page_key, seed_chunks
 from traverse_crawl.extraction.items import items_path, write_items_file
+from traverse_crawl.manifests.read import read_bytes
 from traverse_crawl.signals import manifest_written
 from traverse_crawl.snapshots.model import Snapshot
-from traverse_crawl.snapshots.store import FilesystemSnapshotStore, shown_name
+from traverse_crawl.snapshots.store import open_snapshot_store, shown_name
 from traverse_crawl.stats import inc, inc_lost
+from traverse_crawl.storage.location import is_bucket_url, open_location, spool_directory
 
 logger = logging.getLogger(__name__)
 
@@ -49,15 +51,24 @@ class SpiderExtraction:
             config.extract, config.max_items_per_page, config.extract_timeout
         )
         self.directory = config.items_dir
-        try:
-            os.makedirs(self.directory, exist_ok=True)
-        except OSError as exc:
-            raise ConfigError(
-                "TRAVERSE_ITEMS_DIR", f"cannot create {self.directory!r}: {exc.strerror or exc}"
-            ) from None
-        self.store = FilesystemSnapshotStore(config.store) if config.mode != "live" else None
+        self.settings = crawler.settings
+        # A directory, or s3://BUCKET/PREFIX (storage/location.py), checked at start.
+        self.location = open_location("TRAVERSE_ITEMS_DIR", self.directory, crawler.settings)
+        if is_bucket_url(self.directory):
+            self.location.check("TRAVERSE_ITEMS_DIR")
+        else:
+            try:
+                os.makedirs(self.directory, exist_ok=True)
+            except OSError as exc:
+                raise ConfigError(
+                    "TRAVERSE_ITEMS_DIR",
+                    f"cannot create {self.directory!r}: {exc.strerror or exc}",
+                ) from None
+        self.store = (
+            open_snapshot_store(config.store, crawler.settings) if config.mode != "live" else None
+        )
         self.executor = ThreadPoolExecutor(1, thread_name_prefix="traverse-extract")
-        self.spool = Spool(self.directory)
+        self.spool = Spool(spool_directory(self.directory))
         self.kept: dict[bytes, tuple[int, int] | bytes] = {}
         crawler.signals.connect(self.on_manifest_written, signal=manifest_written)
         # After spider_closed, whose handlers write the manifests of seeds left open.
@@ -105,8 +116,10 @@ class SpiderExtraction:
         target = items_path(self.directory, seed_id)
         shown = shown_name(target, seed_id)
         try:
-            with open(path, encoding="utf-8") as handle:
-                manifest = json.load(handle)
+            data = read_bytes(path, self.settings)
+            if data is None:
+                raise FileNotFoundError(f"{path} is not there")
+            manifest = json.loads(data)
         except (OSError, ValueError) as exc:
             inc_lost(self.crawler.stats, "extraction/items_file_error")
             logger.error("cannot read the manifest of seed %r back (%s): its items file %s "
@@ -122,7 +135,9 @@ class SpiderExtraction:
             counts: dict[str, int] = {}
             try:
                 write_items_file(
-                    target, seed_chunks(self.extractor, self.store, manifest, self._cached, counts)
+                    target,
+                    seed_chunks(self.extractor, self.store, manifest, self._cached, counts),
+                    self.location,
                 )
             except OSError as exc:
                 error = exc

@@ -23,7 +23,7 @@ from traverse_crawl.extraction.rules import NAMESPACES
 from traverse_crawl.extraction.spans import SourceMap
 from traverse_crawl.extraction.values import NoValue, derive
 from traverse_crawl.snapshots.model import Snapshot
-from traverse_crawl.snapshots.store import FilesystemSnapshotStore
+from traverse_crawl.snapshots.store import SnapshotStore
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ def body_matches(snapshot: Snapshot) -> bool:
 
 
 class Verifier:
-    def __init__(self, store: FilesystemSnapshotStore) -> None:
+    def __init__(self, store: SnapshotStore) -> None:
         self.store = store
         self._ref = ""
         self._page: _Page | None = None
