@@ -287,6 +287,7 @@ FIELDS: dict[str, Field] = {
     "warc_dir": Field("TRAVERSE_WARC_DIR", "", lambda _, value: str(value).strip()),
     "warc_max_size": Field("TRAVERSE_WARC_MAX_SIZE", 1024**3, parse_count),
     "warc_stall_timeout": Field("TRAVERSE_WARC_STALL_TIMEOUT", 60.0, parse_timeout),
+    "snapshot_stall_timeout": Field("TRAVERSE_SNAPSHOT_STALL_TIMEOUT", 60.0, parse_timeout),
     # s3:// locations: how long a call is retried while the endpoint is away (storage/bucket.py)
     "s3_retry": Field("TRAVERSE_S3_RETRY", 30.0, parse_delay),
     "max_header_size": Field("TRAVERSE_MAX_HEADER_SIZE", 65536, parse_header_size),
@@ -350,6 +351,7 @@ class TraverseConfig:
     warc_dir: str
     warc_max_size: int
     warc_stall_timeout: float
+    snapshot_stall_timeout: float
     s3_retry: float
     max_header_size: int
     max_links_per_page: int

@@ -14,6 +14,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from traverse_crawl.config.settings import get_config
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.fetch import urls
 from traverse_crawl.snapshots.model import Snapshot
@@ -68,6 +69,7 @@ class Capture:
                     "TRAVERSE_STORE", f"cannot create {store_root!r}: {exc.strerror or exc}"
                 ) from None
         self.crawler = crawler  # its stats collector is read when counting
+        self.stall_timeout = get_config(crawler).snapshot_stall_timeout
         self.writer: SnapshotWriter | None = None
         self.unavailable: BaseException | None = None  # the writer process could not start
         self.closed = False
@@ -83,8 +85,9 @@ class Capture:
             return
         try:
             self.writer = SnapshotWriter(
-                asyncio.get_event_loop(), self._delivered, bucket=self.bucket
-            )
+                asyncio.get_event_loop(), self._delivered, bucket=self.bucket,
+                stall_timeout=self.stall_timeout,
+            )  # fmt: skip
         except OSError as exc:  # no process to be had (a limit): every page gets the warning
             self.unavailable = WriterLost(f"the snapshot writer process did not start: {exc}")
 

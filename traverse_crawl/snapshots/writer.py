@@ -4,13 +4,17 @@
 frame and reads its answers without blocking the crawl's event loop (asyncio's
 ``add_reader``/``add_writer``); what the pipe has no room for waits in memory,
 bounded by the items Scrapy keeps in flight. If the child ends before answering,
-every file it had not answered fails with ``WriterLost``: never a hang.
+every file it had not answered fails with ``WriterLost``: never a hang. A child that
+stops answering while files wait (stopped, or stuck in a write that never returns) for
+``stall_timeout`` seconds (``TRAVERSE_SNAPSHOT_STALL_TIMEOUT``) is killed, so its files
+fail the same way and a graceful stop cannot wait for it for ever.
 """
 
 from __future__ import annotations
 
 import collections
 import signal
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +49,7 @@ class SnapshotWriter(FramedChild):
         deliver: Callable[[Delivered], None],
         use_syncfs: bool = True,
         bucket: dict[str, Any] | None = None,
+        stall_timeout: float = 60.0,
     ) -> None:
         # No site-packages for a directory: the child needs only the standard library,
         # and starts cheaply. A bucket (``bucket``: where, ``storage/bucket.py``) needs botocore.
@@ -57,6 +62,10 @@ class SnapshotWriter(FramedChild):
         self.batches = 0
         self.summary: dict[str, Any] = {}
         self.on_end: list[Callable[[dict[str, Any]], None]] = []
+        self.stall_timeout = stall_timeout
+        self.last_answer = time.monotonic()  # or the first file after an idle spell
+        self.watch: Any = None  # the loop's timer while files wait for an answer
+        self.stalled = False
         self._send({"use_syncfs": use_syncfs, "bucket": bucket})
 
     def submit(self, token: Any, path: str, snapshot: Snapshot) -> None:
@@ -65,8 +74,24 @@ class SnapshotWriter(FramedChild):
             raise WriterLost(str(self.lost))
         if self.closing:
             raise RuntimeError("the snapshot writer is closed")
+        if not self.tokens:
+            self.last_answer = time.monotonic()
         self.tokens.append(token)
         self._send((path, snapshot))
+        if self.watch is None:
+            self.watch = self.loop.call_later(self.stall_timeout, self._check_stall)
+
+    def _check_stall(self) -> None:
+        """Kill a child that has not answered for ``stall_timeout`` s while files wait."""
+        self.watch = None
+        if self.ended or not self.tokens:
+            return
+        waited = time.monotonic() - self.last_answer
+        if waited < self.stall_timeout:
+            self.watch = self.loop.call_later(self.stall_timeout - waited, self._check_stall)
+            return
+        self.stalled = True
+        self.proc.kill()  # its stdout's EOF then fails every file it had not answered
 
     def close(self, on_end: Callable[[dict[str, Any]], None]) -> None:
         """Let the child finish what it was given; ``on_end(summary)`` once it has exited."""
@@ -93,6 +118,7 @@ class SnapshotWriter(FramedChild):
                 self.summary = answer
                 continue
             self.batches += 1
+            self.last_answer = time.monotonic()
             tokens = [self.tokens.popleft() for _ in answer]
             self.deliver(
                 [
@@ -109,7 +135,15 @@ class SnapshotWriter(FramedChild):
         assert self.proc.stdout is not None
         self.proc.stdout.close()
         code = self.proc.wait()
-        if not self.summary:
+        if self.watch is not None:
+            self.watch.cancel()
+            self.watch = None
+        if self.stalled:
+            self.lost = WriterLost(
+                f"the snapshot writer process answered nothing for {self.stall_timeout:g} s "
+                "(TRAVERSE_SNAPSHOT_STALL_TIMEOUT) and was stopped"
+            )
+        elif not self.summary:
             how = f"killed by {_signal_name(-code)}" if code < 0 else f"exit code {code}"
             self.lost = WriterLost(f"the snapshot writer process ended ({how})")
         pending, self.tokens = list(self.tokens), collections.deque()

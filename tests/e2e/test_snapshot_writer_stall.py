@@ -1,0 +1,69 @@
+"""A snapshot writer process that stops answering mid-capture (stopped, or stuck on a
+hung disk): after ``TRAVERSE_SNAPSHOT_STALL_TIMEOUT`` it is stopped, the snapshots it had
+not answered are store warnings and counted as lost (exit status 1), and a graceful stop
+ends instead of waiting for it for ever (docs/snapshots.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+from tests.support.server import Server
+from tests.support.warctools import start_big_capture
+
+
+def snapshot_writer_pid(crawl_pid: int) -> int | None:
+    """The crawl's snapshot writer process, found by its parent and command line."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                parent = int(fh.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                command = fh.read()
+        except OSError:
+            continue
+        if parent == crawl_pid and b"traverse_crawl.snapshots.writer_process" in command:
+            return int(entry)
+    return None
+
+
+def test_a_stalled_snapshot_writer_is_stopped_and_a_graceful_stop_ends(
+    server: Server, tmp_path: Path
+):
+    pages = 1000
+    proc, _ = start_big_capture(server, tmp_path, pages, "-s", "TRAVERSE_SNAPSHOT_STALL_TIMEOUT=3")
+    stopped = None
+    try:
+        deadline = time.monotonic() + 60
+        while (stopped := snapshot_writer_pid(proc.pid)) is None or len(server.hits) < 20:
+            assert proc.poll() is None, proc.stderr.read().decode()[-3000:]  # type: ignore[union-attr]
+            assert time.monotonic() < deadline, "timed out waiting for the capture to run"
+            time.sleep(0.01)
+        os.kill(stopped, signal.SIGSTOP)
+        time.sleep(1)  # snapshots wait for the stopped writer
+        os.kill(proc.pid, signal.SIGTERM)  # a graceful stop
+        started = time.monotonic()
+        _, stderr = proc.communicate(timeout=90)
+        took = time.monotonic() - started
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        if stopped is not None:
+            try:
+                os.kill(stopped, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    text = stderr.decode()
+    assert proc.returncode == 1, text[-3000:]
+    assert took < 30, f"the stop took {took:.1f} s"
+    assert "answered nothing for 3 s (TRAVERSE_SNAPSHOT_STALL_TIMEOUT)" in text, text[-3000:]
+    assert "'traverse/lost'" in text
+    (path,) = (tmp_path / "manifests").glob("*.json")
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    assert manifest["pages"]  # the pages recorded before the stop are kept
