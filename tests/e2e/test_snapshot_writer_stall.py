@@ -11,25 +11,13 @@ import signal
 import time
 from pathlib import Path
 
+from tests.support.cli import child_pid
 from tests.support.server import Server
 from tests.support.warctools import start_big_capture
 
 
 def snapshot_writer_pid(crawl_pid: int) -> int | None:
-    """The crawl's snapshot writer process, found by its parent and command line."""
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                parent = int(fh.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                command = fh.read()
-        except OSError:
-            continue
-        if parent == crawl_pid and b"traverse_crawl.snapshots.writer_process" in command:
-            return int(entry)
-    return None
+    return child_pid(crawl_pid, b"traverse_crawl.snapshots.writer_process")
 
 
 def test_a_stalled_snapshot_writer_is_stopped_and_a_graceful_stop_ends(

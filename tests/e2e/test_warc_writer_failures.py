@@ -9,25 +9,13 @@ import signal
 import time
 from pathlib import Path
 
+from tests.support.cli import child_pid
 from tests.support.server import Server
 from tests.support.warctools import start_big_capture, warc_files, warcio_check, warcio_index
 
 
 def writer_pid(crawl_pid: int) -> int | None:
-    """The crawl's WARC writer process, found by its parent and command line."""
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                parent = int(fh.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                command = fh.read()
-        except OSError:
-            continue
-        if parent == crawl_pid and b"traverse_crawl.warc.writer" in command:
-            return int(entry)
-    return None
+    return child_pid(crawl_pid, b"traverse_crawl.warc.writer")
 
 
 def wait_until(condition, what: str, proc, timeout: float = 60):  # type: ignore[no-untyped-def]

@@ -50,3 +50,21 @@ def wait_for(condition: Callable[[], object], what: str, timeout: float = 30) ->
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.01)
+
+
+def child_pid(parent_pid: int, marker: bytes) -> int | None:
+    """A child process of ``parent_pid`` whose command line holds ``marker`` (the crawl's
+    writer processes: ``b"traverse_crawl.warc.writer"``, ...), found through /proc."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                parent = int(fh.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                command = fh.read()
+        except OSError:
+            continue
+        if parent == parent_pid and marker in command:
+            return int(entry)
+    return None
