@@ -52,6 +52,14 @@ def test_feeds_select_the_extracted_items_and_the_file_holds_the_same(server, tm
     assert all("evidence" in json.loads(line) for line in feed)  # no page item among them
 
 
+def test_the_stats_file_names_each_seeds_items_file(server, tmp_path):
+    stats = tmp_path / "stats.json"
+    path = capture(server, tmp_path, "-s", f"TRAVERSE_STATS_FILE={stats}")
+    (seed,) = json.loads(stats.read_text(encoding="utf-8"))["seeds"]
+    assert seed["itemsFile"] == str(path)
+    assert seed["manifest"] == str(next((tmp_path / "manifests").glob("*.json")))
+
+
 def test_extract_reruns_offline_with_changed_rules(server, tmp_path):
     path = capture(server, tmp_path)
     before = path.read_bytes()

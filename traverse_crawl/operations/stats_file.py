@@ -19,6 +19,7 @@ from scrapy.exceptions import NotConfigured
 from traverse_crawl.config.settings import get_config
 from traverse_crawl.crawl.frontier import Frontier
 from traverse_crawl.crawl.spool import manifest_warnings
+from traverse_crawl.extraction.items import items_path
 from traverse_crawl.operations.exit_status import lost_count
 from traverse_crawl.signals import manifest_written, seed_started
 from traverse_crawl.snapshots.store import shown_name
@@ -28,12 +29,15 @@ from traverse_crawl.utils.redact import redact_text, redact_url
 logger = logging.getLogger(__name__)
 
 
-def seed_totals(frontier: Frontier, manifest: str | None) -> dict[str, Any]:
+def seed_totals(
+    frontier: Frontier, manifest: str | None, items_file: str | None = None
+) -> dict[str, Any]:
     """One seed's figures, as its manifest has them; a URL's password masked (the
-    manifest's file name that holds it as a glob: ``store.shown_name``)."""
+    manifest's file name that holds it as a glob: ``store.shown_name``). ``items_file``:
+    the seed's items file (``TRAVERSE_EXTRACT``), once its manifest is written."""
     if manifest is not None:
         manifest = shown_name(manifest, frontier.seed_id)
-    return {
+    totals = {
         "id": redact_text(frontier.seed_id),
         "url": redact_url(frontier.seed_url),
         "pages": len(frontier.pages),
@@ -42,6 +46,9 @@ def seed_totals(frontier: Frontier, manifest: str | None) -> dict[str, Any]:
         "warnings": sum(1 for _ in manifest_warnings(frontier)),
         "manifest": manifest,
     }
+    if items_file is not None:
+        totals["itemsFile"] = shown_name(items_file, frontier.seed_id)
+    return totals
 
 
 def _jsonable(value: Any) -> Any:
@@ -54,9 +61,11 @@ def _jsonable(value: Any) -> Any:
 
 class StatsFileExtension:
     def __init__(self, crawler: Crawler) -> None:
-        self.path = get_config(crawler).stats_file
+        config = get_config(crawler)
+        self.path = config.stats_file
         if not self.path:
             raise NotConfigured
+        self.items_dir = config.items_dir if config.extract is not None else None
         self.crawler = crawler
         self.frontiers: dict[int, Frontier] = {}
         self.manifests: dict[str, str] = {}
@@ -84,11 +93,17 @@ class StatsFileExtension:
             },
             "lost": lost_count(stats),
             "seeds": [
-                seed_totals(frontier, self.manifests.get(frontier.seed_id))
+                seed_totals(frontier, self.manifests.get(frontier.seed_id), self._items(frontier))
                 for _, frontier in sorted(self.frontiers.items())
             ],
             "items": [redact_text(str(uri)) for uri in feeds],
         }
+
+    def _items(self, frontier: Frontier) -> str | None:
+        """The seed's items file, where extraction writes it once the manifest is written."""
+        if self.items_dir is None or frontier.seed_id not in self.manifests:
+            return None
+        return items_path(self.items_dir, frontier.seed_id)
 
     def engine_stopped(self) -> None:
         document = self.document()
