@@ -184,8 +184,15 @@ class WriterPipe:
         """The child died or stalled: stop feeding it, and say so once (not at close)."""
         if self.failed:
             return
-        self.proc.poll()
-        code = self.proc.returncode
+        code = self.proc.poll()
+        if how == "ended" and code is None:
+            # A broken pipe or the end of its stdout comes a moment before the kernel
+            # lets the child be reaped; wait that moment (once, on this failure path
+            # only) so the message names the signal or exit code that ended it.
+            try:
+                code = self.proc.wait(timeout=0.5)
+            except subprocess.TimeoutExpired:
+                code = None
         if how == "ended" and code is not None:
             how = f"ended with {_status(code)}"
         self.failed = how
