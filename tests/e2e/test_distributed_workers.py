@@ -84,6 +84,13 @@ def test_three_workers_make_the_single_process_manifests(sites, expected, redis_
     refused = subprocess.run(agent, cwd=REPO, env=scrapy_env(), capture_output=True, text=True)
     assert refused.returncode == 2
     assert "USER_AGENT: this worker has 'other-bot/1.0', but crawl 'traverse'" in refused.stderr
+    links = command(tmp_path, sites, redis_server.url, "-s", "TRAVERSE_MAX_LINKS_PER_PAGE=5")
+    refused = subprocess.run(links, cwd=REPO, env=scrapy_env(), capture_output=True, text=True)
+    assert refused.returncode == 2
+    assert (
+        "TRAVERSE_MAX_LINKS_PER_PAGE: this worker has 5, but crawl 'traverse' in Redis has 10000"
+        in refused.stderr
+    )
     late = finish([start(command(tmp_path, sites, redis_server.url, seeds=False))])
     assert late[0][0] == 0 and "every manifest written" in late[0][1]
 

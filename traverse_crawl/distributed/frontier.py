@@ -38,7 +38,7 @@ RECORDS_READ = 1000
 
 # Settings of the definition written only when not at their default (so a crawl defined
 # before they existed still matches), and that default.
-OPTIONAL: dict[str, Any] = {"TRAVERSE_SKIPPED": False}
+OPTIONAL: dict[str, Any] = {"TRAVERSE_SKIPPED": False, "TRAVERSE_MAX_LINKS_PER_PAGE": 10000}
 
 
 def definition(config: TraverseConfig) -> str:
@@ -62,6 +62,9 @@ def definition(config: TraverseConfig) -> str:
     }
     if config.skipped:  # every worker keeps the links it did not follow (OPTIONAL)
         doc["TRAVERSE_SKIPPED"] = True
+    if config.max_links_per_page != OPTIONAL["TRAVERSE_MAX_LINKS_PER_PAGE"]:
+        # It decides which links of a page are followed, so which pages a manifest has.
+        doc["TRAVERSE_MAX_LINKS_PER_PAGE"] = config.max_links_per_page
     return json.dumps(doc, sort_keys=True, separators=(",", ":"))
 
 
