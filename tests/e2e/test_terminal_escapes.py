@@ -50,7 +50,7 @@ def test_crawlstatus_escapes_a_hostile_seed_id(server, redis_server, tmp_path): 
 # A seed id and URL with raw escapes, a bell, a bidi override and rich markup.
 TERMINAL_HOSTILE = (
     "evil\x1b]8;;http://example.invalid/\x07click\x1b]8;;\x07\x1b[2J\u202eabc\u202c"
-    "[link=http://evil.invalid]x[/link][bold red]loud[/]"
+    "[link=http://evil.invalid]x[/link][bold red]loud[/]:skull:"
 )
 
 
@@ -108,3 +108,4 @@ def test_the_live_display_on_a_terminal_shows_a_hostile_seed_as_text(server, tmp
     # The markup is shown as the text it is.
     assert "[link=http://evil.invalid]x[/link]" in plain, plain[-3000:]
     assert "\\x1b]8;;http://example.invalid/\\x07click" in plain
+    assert "[bold red]loud[/]:skull:" in plain and "\U0001f480" not in screen  # no emoji code
