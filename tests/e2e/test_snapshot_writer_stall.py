@@ -14,6 +14,7 @@ from pathlib import Path
 from tests.support.cli import child_pid
 from tests.support.server import Server
 from tests.support.warctools import start_big_capture
+from traverse_crawl.snapshots.store import FilesystemSnapshotStore
 
 
 def snapshot_writer_pid(crawl_pid: int) -> int | None:
@@ -55,3 +56,21 @@ def test_a_stalled_snapshot_writer_is_stopped_and_a_graceful_stop_ends(
     (path,) = (tmp_path / "manifests").glob("*.json")
     manifest = json.loads(path.read_text(encoding="utf-8"))
     assert manifest["pages"]  # the pages recorded before the stop are kept
+    # No page claims a snapshot the stopped writer never wrote: each page's sourceRef
+    # resolves in the store, or the page carries the store warning (docs/snapshots.md).
+    store = FilesystemSnapshotStore(str(tmp_path / "store"))
+    failed = {
+        w.split(": store.put failed", 1)[0].split("] ", 1)[1]
+        for w in manifest["warnings"]
+        if ": store.put failed (" in w
+    }
+    assert failed, "no page got the store warning"
+    unresolved = [
+        page["url"]
+        for page in manifest["pages"]
+        if "sourceRef" in page
+        and page["url"] not in failed
+        and store.get_by_source_ref(page["sourceRef"]) is None
+    ]
+    assert unresolved == [], (len(unresolved), len(manifest["pages"]))
+    assert all("sourceRef" in page for page in manifest["pages"] if page["url"] in failed)

@@ -3,12 +3,19 @@ log lines at every level and ``crawlstatus`` show them escaped."""
 
 from __future__ import annotations
 
+import os
+import pty
+import re
+import subprocess
+import sys
+
 import pytest
 
-from tests.support.cli import crawl_args, scrapy
+from tests.support.cli import REPO, crawl_args, scrapy, scrapy_env
 from tests.support.redisserver import redis_server  # noqa: F401  (fixture)
 from tests.support.server import Reply
 
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 HOSTILE = "evil\x1b]8;;http://example.invalid/\x07click\x1b]8;;\x07\x1b[2J\r[link=http://x]y"
 
 
@@ -38,3 +45,67 @@ def test_crawlstatus_escapes_a_hostile_seed_id(server, redis_server, tmp_path): 
     assert status.returncode == 0, status.stderr
     assert "\x1b" not in status.stdout and "\r" not in status.stdout
     assert "  evil\\x1b]8;;http://example.invalid/\\x07click" in status.stdout
+
+
+# A seed id and URL with raw escapes, a bell, a bidi override and rich markup.
+TERMINAL_HOSTILE = (
+    "evil\x1b]8;;http://example.invalid/\x07click\x1b]8;;\x07\x1b[2J\u202eabc\u202c"
+    "[link=http://evil.invalid]x[/link][bold red]loud[/]:skull:"
+)
+
+
+def _on_a_terminal(command: list[str]) -> tuple[int, bytes]:
+    """Run ``scrapy COMMAND`` with stderr on a pseudo-terminal; its exit status and
+    every byte it wrote there."""
+    leader, follower = pty.openpty()
+    env = {**scrapy_env(), "TERM": "xterm-256color", "COLUMNS": "200", "LINES": "40"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "scrapy", *command],
+        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=follower,
+    )  # fmt: skip
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # EIO: the other side closed
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait(timeout=120)
+    os.close(leader)
+    return proc.returncode, b"".join(chunks)
+
+
+def test_the_live_display_on_a_terminal_shows_a_hostile_seed_as_text(server, tmp_path):
+    links = "".join(f'<a href="/p{i}">{i}</a>' for i in range(6))
+    pages = {f"/p{i}": Reply(body=f"page {i}", delay=0.3) for i in range(6)}  # about 3 s
+    server.site({"/": links, **pages, "/x\x1b[31mred": "odd"})
+    seeds = tmp_path / "seeds.txt"
+    hostile_url = server.url("/") + "x\x1b[31mred?[link=http://evil.invalid]y[/link]\u202e"
+    seeds.write_text(
+        f"{TERMINAL_HOSTILE}\t{server.url('/')}\nsecond{TERMINAL_HOSTILE}\t{hostile_url}\n",
+        encoding="utf-8",
+    )
+    command = [
+        "crawl", "traverse", *crawl_args(tmp_path, server.origin), "-a", f"seeds={seeds}",
+        "-s", "TRAVERSE_MIN_DELAY=0.2", "-s", "LOG_LEVEL=DEBUG",
+    ]  # fmt: skip
+    code, written = _on_a_terminal(command)
+    screen = written.decode("utf-8", "replace")
+    assert code == 0, screen[-3000:]
+    # The display was drawn with the seed's row (rich's own styling escapes are there)...
+    plain = ANSI.sub("", screen)
+    rows = [ln.strip() for ln in plain.split("\r") if "pages/min" in ln and "INFO" not in ln]
+    assert any(row.startswith("evil\\x1b]8;;http") for row in rows), rows[-5:]
+    # ...but nothing of the input reaches the terminal as a control: no hyperlink at
+    # all, no injected sequence, bell or bidi override.
+    assert b"\x1b]8;" not in written
+    assert b"\x1b[2J" not in written and b"\x1b[31m" not in written
+    assert b"\x07" not in written
+    assert "\u202e" not in screen and "\u202c" not in screen
+    # The markup is shown as the text it is.
+    assert "[link=http://evil.invalid]x[/link]" in plain, plain[-3000:]
+    assert "\\x1b]8;;http://example.invalid/\\x07click" in plain
+    assert "[bold red]loud[/]:skull:" in plain and "\U0001f480" not in screen  # no emoji code

@@ -79,12 +79,9 @@ def cap_attributes(text: str, limit: int = MAX_ATTRIBUTES) -> tuple[str, int]:
     return "".join(pieces), cut
 
 
-def parse_html_bounded(text: str) -> ParsedHtml:
-    """The document's root element (None for an empty or unparsable page), and
-    a warning for each bound the page hit."""
+def _bounded_text(text: str) -> tuple[str, list[str]]:
+    """The text the parser reads (NULs removed, long tags cut) and the bounds' warnings."""
     text = text.replace("\x00", "")
-    if not text.strip():
-        return ParsedHtml(None)
     warnings = []
     text, cut = cap_attributes(text)
     if cut:
@@ -92,16 +89,105 @@ def parse_html_bounded(text: str) -> ParsedHtml:
             f"{cut} tag(s) with more than {MAX_ATTRIBUTES} attributes: "
             f"attributes after the first {MAX_ATTRIBUTES} were not read"
         )
+    return text, warnings
+
+
+def _depth_warning(log: etree._ListErrorLog, warnings: list[str]) -> None:
+    if any("Excessive depth" in entry.message for entry in log):
+        warnings.append(
+            f"markup nested deeper than {MAX_DEPTH} levels; the page was read only up to that point"
+        )
+
+
+def parse_html_bounded(text: str) -> ParsedHtml:
+    """The document's root element (None for an empty or unparsable page), and
+    a warning for each bound the page hit."""
+    if not text.replace("\x00", "").strip():
+        return ParsedHtml(None)
+    text, warnings = _bounded_text(text)
     parser = _parser()
     try:
         root = html.document_fromstring(text, parser=parser)
     except (etree.ParserError, ValueError):
         return ParsedHtml(None, warnings)
-    if any("Excessive depth" in entry.message for entry in parser.error_log):
-        warnings.append(
-            f"markup nested deeper than {MAX_DEPTH} levels; the page was read only up to that point"
-        )
+    _depth_warning(parser.error_log, warnings)
     return ParsedHtml(root, warnings)
+
+
+@dataclass
+class Anchors:
+    """A page's ``<a href>`` values outside ``<template>``, in document order (each
+    once), and the ``href`` of its first ``<base>`` (None: no base, or one without href)."""
+
+    hrefs: list[str]
+    base_href: str | None
+    warnings: list[str] = field(default_factory=list)
+
+
+_FEED_CHARS = 1 << 20  # characters handed to the streaming parser at a time
+
+
+def anchors_streamed(text: str) -> Anchors | None:
+    """``Anchors`` of the page as ``parse_html_bounded``'s tree has them, read by
+    libxml2's push parser (the same parser, options and bounds) with each element let
+    go once it has ended: a page's tree is never whole in memory (a 50 MB page's tree
+    is about 17 times its size). For large pages (``crawl/links.py``). None for a text
+    the push parser cannot take (a lone surrogate): the tree reads it."""
+    if not text.replace("\x00", "").strip():
+        return Anchors([], None)
+    text, warnings = _bounded_text(text)
+    parser = etree.HTMLPullParser(
+        events=("start", "end"), recover=True, remove_comments=True, remove_pis=True,
+        huge_tree=True,
+    )  # fmt: skip
+    hrefs: list[str] = []
+    base: list[str | None] = []  # the first <base>'s href, once one was seen
+    templates = 0  # open <template> elements: anchors inside are inert
+    # What follows ``</html>`` is a second root in libxml2's document. The tree's walk
+    # (``crawl/links.py``) reads the first root only, unless it holds a <template>: its
+    # XPath then reads the whole document. ``later``: the anchors after the first root.
+    after_root = template_in_root = False
+    later: list[str] = []
+    # Each href once: a repeated one adds nothing to a page's links (``crawl/links.py``
+    # reads them in order, first wins), and a large page repeats its menus and footers.
+    distinct: set[str] = set()
+    try:
+        for start in range(0, len(text) + 1, _FEED_CHARS):
+            if start < len(text):
+                parser.feed(text[start : start + _FEED_CHARS])
+            else:
+                parser.close()
+            for event, element in parser.read_events():
+                tag = element.tag
+                if event == "start":
+                    if tag == "a" and not templates:
+                        href = element.get("href")
+                        if href and href not in distinct:
+                            distinct.add(href)
+                            (later if after_root else hrefs).append(href)
+                    elif tag == "template":
+                        templates += 1
+                        template_in_root = template_in_root or not after_root
+                    elif tag == "base" and not base and not after_root:
+                        base.append(element.get("href"))
+                    continue
+                if tag == "template":
+                    templates -= 1
+                element.clear(keep_tail=False)  # ended: nothing of it is read again
+                parent = element.getparent()
+                if parent is None:  # a root ended: what follows ``</html>`` is another root
+                    after_root = True
+                    continue
+                while element.getprevious() is not None:
+                    del parent[0]
+    except UnicodeEncodeError:  # a lone surrogate: the push parser takes UTF-8 only
+        return None
+    except (etree.ParserError, etree.XMLSyntaxError, ValueError):
+        return Anchors([], None, warnings)
+    _depth_warning(parser.feed_error_log, warnings)  # a push parser's own log
+    if template_in_root:
+        hrefs += later
+    return Anchors(hrefs, base[0] if base else None, warnings)
 
 
 def parse_html(text: str) -> etree._Element | None:

@@ -8,12 +8,18 @@ as browsers do. The work is bounded: the parse's bounds (``crawl/html.py``), and
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import ada_url
 
-from traverse_crawl.crawl.html import parse_html_bounded
+from traverse_crawl.crawl.html import anchors_streamed, parse_html_bounded
 from traverse_crawl.fetch import urls
+
+# Pages at least this long (characters) are read for links as a stream, element by
+# element (``crawl/html.py``, ``anchors_streamed``), not as one tree: a large page's
+# tree is many times its size. The links are the same either way.
+STREAM_CHARS = 2 << 20
 
 
 def discover_links(body: str, page_url: str, seed_origin: str) -> list[str]:
@@ -37,30 +43,37 @@ def find_links(
     links found before it (``crawl/skipped.py``). Never raises: a page that
     cannot be parsed yields no links.
     """
-    parsed = parse_html_bounded(body)
-    root, warnings = parsed.root, parsed.warnings
-    if root is None:
-        return [], warnings
-    base = page_url
-    for base_el in root.iter("base"):
-        href = base_el.get("href")
-        if href is not None and href.strip():
-            resolved = urls.normalize(href, page_url)
-            if resolved is not None:
-                base = resolved
-        break
-    # Anchors inside <template> are inert content, as in Traverse's DOM parser;
-    # the XPath that excludes them costs more, so it runs only when needed.
-    if root.find(".//template") is None:
-        anchors = root.iter("a")
+    hrefs: Iterable[str | None]
+    # Large pages: the same anchors, without the page's whole tree.
+    streamed = anchors_streamed(body) if len(body) >= STREAM_CHARS else None
+    if streamed is not None:
+        hrefs, base_href, warnings = streamed.hrefs, streamed.base_href, streamed.warnings
     else:
-        anchors = root.xpath("//a[@href][not(ancestor::template)]")
+        parsed = parse_html_bounded(body)
+        root, warnings = parsed.root, parsed.warnings
+        if root is None:
+            return [], warnings
+        base_href = None
+        for base_el in root.iter("base"):
+            base_href = base_el.get("href")
+            break
+        # Anchors inside <template> are inert content, as in Traverse's DOM parser;
+        # the XPath that excludes them costs more, so it runs only when needed.
+        if root.find(".//template") is None:
+            anchors = root.iter("a")
+        else:
+            anchors = root.xpath("//a[@href][not(ancestor::template)]")
+        hrefs = (anchor.get("href") for anchor in anchors)
+    base = page_url
+    if base_href is not None and base_href.strip():
+        resolved = urls.normalize(base_href, page_url)
+        if resolved is not None:
+            base = resolved
     found: list[str] = []
     seen: set[str] = set()
     over = False  # past max_links (with a skipped list, the rest of the page is read)
     prefix = seed_origin + "/"
-    for anchor in anchors:
-        href = anchor.get("href")
+    for href in hrefs:
         if not href:
             continue
         resolved = resolve_on_origin(base, href, seed_origin, prefix)

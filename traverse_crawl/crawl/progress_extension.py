@@ -120,14 +120,13 @@ class LiveDisplay:
         # rich only here: a crawl whose stderr is not a terminal (a service, a
         # pipe, a test) never imports it (about 45 ms of every start-up).
         from rich.console import Console
-        from rich.markup import escape
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-        self.escape = escape
-
-        self.console = Console(file=sys.stderr)
+        # A seed id is shown as the text it is: no markup (``[link=…]`` would be a
+        # hyperlink), no emoji code (``:skull:``), its controls escaped (``utils/terminal.py``).
+        self.console = Console(file=sys.stderr, emoji=False)
         self.progress = Progress(
-            TextColumn("[bold]{task.description}"),
+            TextColumn("{task.description}", style="bold", markup=False),
             BarColumn(),
             TextColumn("{task.completed}/{task.total} pages"),
             TextColumn("{task.fields[queued]} queued"),
@@ -157,7 +156,7 @@ class LiveDisplay:
             fields = {"queued": figures.queued, "errors": figures.errors, "rate": rate}
             if figures.seed_id not in self.tasks:
                 self.tasks[figures.seed_id] = self.progress.add_task(  # shown as text, never markup
-                    self.escape(escape_controls(figures.seed_id)), total=figures.budget, **fields
+                    escape_controls(figures.seed_id), total=figures.budget, **fields
                 )
             self.progress.update(self.tasks[figures.seed_id], completed=figures.recorded, **fields)
         total = _totals(rows)
@@ -193,10 +192,12 @@ class _ConsoleStream:
         self.buffer += text
         if "\n" in self.buffer:
             lines, self.buffer = self.buffer.rsplit("\n", 1)
-            self.console.print(lines, markup=False, highlight=False, soft_wrap=True)
+            self.console.print(lines, markup=False, highlight=False, emoji=False, soft_wrap=True)
         return len(text)
 
     def flush(self) -> None:
         if self.buffer:
-            self.console.print(self.buffer, markup=False, highlight=False, soft_wrap=True)
+            self.console.print(
+                self.buffer, markup=False, highlight=False, emoji=False, soft_wrap=True
+            )
             self.buffer = ""

@@ -456,6 +456,15 @@ class TraverseSpider(Spider):
             self.frontiers[seed_key] = frontier
         return frontier
 
+    def reads_links(self, meta: dict[str, Any]) -> bool:
+        """Whether ``_outcome`` reads the links of the page this request meta is for: the
+        replay reader parses a page only then (``replay/middleware.py``)."""
+        key, depth = meta.get(SEED), meta.get("depth")
+        frontier = self.frontiers.get(key) if key is not None else None
+        if frontier is None or not isinstance(depth, int):
+            return True
+        return frontier.may_follow(depth) or self.job is not None or frontier.skipped is not None
+
     def page_request(self, seed_key: int, admission: Admission) -> WhatwgRequest:
         return self._request(seed_key, admission)
 

@@ -165,22 +165,32 @@ class ManifestPipeline:
     def _fallback(self, path: str, frontier: Frontier, error: OSError) -> None:
         # A manifest that cannot be written (a full disk, a directory made read-only
         # during the crawl) is kept in a fallback file, in the JOBDIR when there is
-        # one, else in the system's temporary directory, named in an ERROR line; the
-        # ``crawl`` command then exits 1.
+        # one, else (or when the JOBDIR cannot take it either: a JOBDIR on the disk
+        # that filled) in the system's temporary directory, named in an ERROR line;
+        # the ``crawl`` command then exits 1.
         seed_id = frontier.seed_id
-        directory = jobdir_path(self.crawler.settings) or tempfile.gettempdir()
         stamp = time.strftime("%Y%m%dT%H%M%S")
-        fallback = os.path.join(
-            directory, f"manifest-{source_dir_name(seed_id)}-{stamp}-{os.getpid()}.json"
-        )
-        try:
-            write_manifest(fallback, frontier)
-        except OSError as exc:
+        name = f"manifest-{source_dir_name(seed_id)}-{stamp}-{os.getpid()}.json"
+        directories = [jobdir_path(self.crawler.settings), tempfile.gettempdir()]
+        tried: list[tuple[str, OSError]] = []
+        for directory in dict.fromkeys(d for d in directories if d):
+            fallback = os.path.join(directory, name)
+            try:
+                write_manifest(fallback, frontier)
+            except OSError as exc:
+                tried.append((fallback, exc))
+                continue
+            break
+        else:
             logger.error(
-                "could not write manifest %s (%s), nor its fallback %s (%s): "
+                "could not write manifest %s (%s), nor its fallback %s: "
                 "the manifest of seed %r is lost",
                 shown_name(path, seed_id), shown_name(_reason(error), seed_id),
-                shown_name(fallback, seed_id), shown_name(_reason(exc), seed_id), seed_id,
+                " nor ".join(
+                    f"{shown_name(where, seed_id)} ({shown_name(_reason(exc), seed_id)})"
+                    for where, exc in tried
+                ),
+                seed_id,
             )  # fmt: skip
             return
         inc(self.crawler.stats, "manifest/fallback")

@@ -121,8 +121,14 @@ class ReplayMiddleware:
         while self.queued and self.ahead < limit and reader.alive:
             meta = self.queued.popleft().meta
             if REPLAY_READ not in meta:  # not asked for already, out of turn
-                meta[REPLAY_READ] = reader.read(meta[PAGE_ID])
+                meta[REPLAY_READ] = reader.read(meta[PAGE_ID], self._links_wanted(meta))
                 self.ahead += 1
+
+    def _links_wanted(self, meta: dict[str, Any]) -> bool:
+        """Whether the spider reads this page's links (``TraverseSpider.reads_links``); a
+        spider without that method reads no ``PageWork.links``."""
+        reads_links = getattr(self.crawler.spider, "reads_links", None)
+        return bool(reads_links(meta)) if callable(reads_links) else False
 
     def _ready(self, read: Read) -> None:
         """The answer a request waits for has come (or will not: the page is read here)."""

@@ -52,14 +52,15 @@ class ReplayReader(FramedChild):
     def alive(self) -> bool:
         return not self.ended
 
-    def read(self, page_id: str) -> Read:
+    def read(self, page_id: str, links_wanted: bool = True) -> Read:
+        """``links_wanted``: whether the page's links are parsed (``PageWork.links``)."""
         read = Read(page_id)
         if self.ended:
             read.lost = True
         else:
             self.reads.append(read)
             self.asked += 1
-            self._send(page_id)
+            self._send((page_id, links_wanted))
         return read
 
     def close(self) -> None:

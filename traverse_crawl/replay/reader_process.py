@@ -24,8 +24,9 @@ from traverse_crawl.snapshots.store import FilesystemSnapshotStore, SnapshotStor
 from traverse_crawl.snapshots.writer_process import LENGTH, Frames, next_batch
 
 # The protocol (the frames of ``snapshots/writer_process.py``): on stdin first
-# ``{"root": store root, "max_links": int or None}``, then one page id (a str) per
-# page. On stdout, for each run of requests taken together (up to MAX_ANSWERS, or
+# ``{"root": store root, "max_links": int or None}``, then one ``(page id, links)`` per
+# page (``links``: whether the crawl reads the page's links; not parsed when it does
+# not). On stdout, for each run of requests taken together (up to MAX_ANSWERS, or
 # about FRAME_BYTES of text), a list of ``Answer`` tuples in request order. At EOF
 # the process exits. Imports only the standard library and the modules above (lxml,
 # ada-url).
@@ -51,17 +52,24 @@ class Answer(NamedTuple):
     work: PageWork | None
 
 
-def page_work(snapshot: Snapshot, max_links: int | None, size: int) -> PageWork:
-    """``size``: ``len(body_bytes(snapshot))``, the manifest's ``bodySize``."""
+def page_work(
+    snapshot: Snapshot, max_links: int | None, size: int, links_wanted: bool = True
+) -> PageWork:
+    """``size``: ``len(body_bytes(snapshot))``, the manifest's ``bodySize``. Without
+    ``links_wanted`` (a page at the depth limit, no JOBDIR, no TRAVERSE_SKIPPED: the
+    spider reads no links of it) the page is not parsed: the parse tree of a large page
+    is most of what a replay of it costs in memory."""
     origin = urls.origin(snapshot["url"])
     links: list[str] | None = None
     warnings: list[str] = []
-    if snapshot["contentType"] == "html" and origin:
+    if links_wanted and snapshot["contentType"] == "html" and origin:
         links, warnings = find_links(snapshot["body"], snapshot["url"], origin, max_links)
     return PageWork(origin, links, warnings, build_source_ref(snapshot), size)
 
 
-def answer(store: SnapshotStore, page_id: str, max_links: int | None) -> Answer:
+def answer(
+    store: SnapshotStore, page_id: str, max_links: int | None, links_wanted: bool = True
+) -> Answer:
     damaged: list[str] = []
     try:
         snapshot = store.latest(page_id, damaged)
@@ -70,8 +78,10 @@ def answer(store: SnapshotStore, page_id: str, max_links: int | None) -> Answer:
     if snapshot is None:
         return Answer(None, damaged, None, None, None)
     try:
+        # The links first: a large page's parse tree is gone before its bytes are made.
+        work: PageWork | None = page_work(snapshot, max_links, 0, links_wanted)
         data = body_bytes(snapshot)
-        work: PageWork | None = page_work(snapshot, max_links, len(data))
+        work = work._replace(body_size=len(data)) if work is not None else None
     except Exception:  # the crawl does this page's work itself, and reports what it finds
         return Answer(snapshot, damaged, None, None, None)
     return Answer(snapshot, damaged, None, None if "bodyBytes" in snapshot else data, work)
@@ -122,11 +132,13 @@ def main() -> None:
     max_links = config[0]["max_links"]
     while batch := next_batch(frames, MAX_ANSWERS):
         answers, size = [], 0
-        for page_id in batch:
-            found = answer(store, page_id, max_links)
+        for page_id, links_wanted in batch:
+            found = answer(store, page_id, max_links, links_wanted)
             answers.append(plain(found))
             text = found.snapshot.get("body") if found.snapshot else None
             size += len(found.body or b"") + len(text or "")
+            # A text page goes as its bytes only: its text is let go before it is sent.
+            del found, text
             if size >= FRAME_BYTES:  # large pages: each goes out as soon as it is read
                 if not _send(1, answers):
                     return

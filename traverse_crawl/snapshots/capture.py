@@ -188,8 +188,8 @@ class Capture:
 
     def _failed(self, exc: BaseException) -> None:
         self.failures += 1
-        if self.failures == 1:
-            logger.warning(
+        if self.failures == 1:  # an ERROR: the snapshot is lost, and the crawl exits 1
+            logger.error(
                 "snapshot store %s: write failed (%s); pages keep their outcome, "
                 "later failures are counted in snapshot/store_failed",
                 self.store.root,

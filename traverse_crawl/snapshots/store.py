@@ -312,13 +312,18 @@ def _read_directory(directory: str, damaged: list[str] | None = None) -> Iterato
         try:
             fd = os.open(os.path.join(directory, name), os.O_RDONLY)  # cheaper than open()
             try:
-                raw = b"".join(iter(functools.partial(os.read, fd, 1 << 20), b""))
+                raw = _read_whole(fd)
             finally:
                 os.close(fd)
         except OSError:
             continue
-        # Node's readFile(..., "utf8") replaces invalid bytes rather than failing.
-        parsed = check_snapshot_text(raw.decode("utf-8", "replace"))
+        # Node's readFile(..., "utf8") replaces invalid bytes rather than failing. The
+        # file's bytes and then its text are let go as soon as they are used: a large
+        # snapshot is held once or twice at a time, not three times.
+        text = raw.decode("utf-8", "replace")
+        del raw
+        parsed = check_snapshot_text(text)
+        del text
         if isinstance(parsed, str):
             # Traverse skips it silently; a torn or corrupt file is worth a word.
             problem = f"snapshot file {os.path.join(directory, name)} is damaged: {parsed}"
@@ -327,6 +332,16 @@ def _read_directory(directory: str, damaged: list[str] | None = None) -> Iterato
                 damaged.append(problem)
             continue
         yield parsed
+
+
+def _read_whole(fd: int) -> bytes:
+    """The file's bytes, in one read of its size where it can (a large file is not
+    gathered from pieces and then joined: one copy, not two)."""
+    raw = os.read(fd, os.fstat(fd).st_size + 1)
+    if not raw:
+        return raw
+    rest = b"".join(iter(functools.partial(os.read, fd, 1 << 20), b""))
+    return raw + rest if rest else raw
 
 
 def _read_objects(location: Location, name: str, damaged: Damaged | None) -> Iterator[Snapshot]:
