@@ -41,7 +41,6 @@ class Extraction:
 
     items: list[ExtractedItem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    timed_out: bool = False  # stopped by the timeout: no items
 
 
 def _parser() -> etree.HTMLParser:
@@ -153,7 +152,6 @@ class Extractor:
                           seed_url, deadline, out)  # fmt: skip
         except (ExtractionTimeout, TimeoutError):
             out.items.clear()
-            out.timed_out = True
             out.warnings.append(
                 f"extraction stopped after {self.timeout:g} s (TRAVERSE_EXTRACT_TIMEOUT); "
                 "no items from this page"

@@ -42,16 +42,6 @@ from traverse_crawl.storage.location import is_bucket_url, open_location, spool_
 logger = logging.getLogger(__name__)
 
 WRITE_ATTEMPTS = 3
-# A page this small is first extracted on the reactor's thread with a budget of
-# INLINE_BUDGET seconds; only a page that exceeds it (a slow regular expression, a
-# selector that takes long on this page) is extracted again, from scratch, in the
-# extraction thread with the whole TRAVERSE_EXTRACT_TIMEOUT. A hand-off per page to
-# the thread cost more than the extraction itself: a wake-up of the event loop per
-# page, and the thread and the reactor taking the interpreter lock from each other
-# (docs/performance.md, "Extraction"). The items are the same either way: a page's
-# extraction that finishes gives the same items whatever its deadline.
-INLINE_CHARS = 256 * 1024  # link discovery's bound for parsing on the reactor
-INLINE_BUDGET = 0.02
 
 
 class SpiderExtraction:
@@ -78,11 +68,6 @@ class SpiderExtraction:
         self.store = (
             open_snapshot_store(config.store, crawler.settings) if config.mode != "live" else None
         )
-        # The same compiled rules, with the budget of a page extracted on the reactor.
-        self.inline = Extractor(
-            self.extractor.rules, config.max_items_per_page,
-            min(INLINE_BUDGET, config.extract_timeout),
-        )  # fmt: skip
         self.executor = ThreadPoolExecutor(1, thread_name_prefix="traverse-extract")
         self.spool = Spool(spool_directory(self.directory))
         self.kept: dict[bytes, tuple[int, int] | bytes] = {}
@@ -95,21 +80,17 @@ class SpiderExtraction:
     async def extract(
         self, snapshot: Snapshot, page_id: str, page_url: str, source_ref: str, seed_url: str
     ) -> Extraction:
-        """The page's items and warnings: on the reactor's thread within INLINE_BUDGET,
-        else in the extraction thread."""
-        body = snapshot["body"]
-        args = (body, snapshot["url"])
-        kwargs = {"page_url": page_url, "page_id": page_id, "source_ref": source_ref,
-                  "seed_url": seed_url}  # fmt: skip
-        extraction = None
-        if len(body) < INLINE_CHARS and self.inline.timeout < self.extractor.timeout:
-            extraction = self.inline.extract(*args, **kwargs)
-            if extraction.timed_out:
-                extraction = None
-                inc(self.crawler.stats, "extraction/pages_to_thread")
-        if extraction is None:
-            job = partial(self.extractor.extract, *args, **kwargs)
-            extraction = await asyncio.get_running_loop().run_in_executor(self.executor, job)
+        """The page's items and warnings, computed in the extraction thread."""
+        job = partial(
+            self.extractor.extract,
+            snapshot["body"],
+            snapshot["url"],
+            page_url=page_url,
+            page_id=page_id,
+            source_ref=source_ref,
+            seed_url=seed_url,
+        )
+        extraction = await asyncio.get_running_loop().run_in_executor(self.executor, job)
         self._keep(page_id, source_ref, encode_items(extraction))
         stats = self.crawler.stats
         inc(stats, "extraction/pages")

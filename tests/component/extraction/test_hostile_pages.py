@@ -85,8 +85,6 @@ async def test_a_catastrophic_regex_is_stopped_and_the_reactor_goes_on(server, c
         "extraction stopped after 1 s (TRAVERSE_EXTRACT_TIMEOUT); no items from this page"
     ]
     assert result.stats["extraction/page_warnings"] == 1
-    # Past its budget on the reactor's thread, the page was extracted in the extraction thread.
-    assert result.stats["extraction/pages_to_thread"] >= 1
     # The reactor kept turning while the regular expression ran in the extraction thread.
     assert max(gaps) < 0.5, max(gaps)
     (path,) = (tmp_path / "items").glob("*.jsonl")
