@@ -23,7 +23,6 @@ from scrapy.settings import BaseSettings
 from traverse_crawl.config.scrapy_settings import parse_log_level
 from traverse_crawl.config.settings import LogFormat, TraverseConfig, parse_choice
 from traverse_crawl.errors import ConfigError
-from traverse_crawl.jobdir.pipeline import jobdir_path, resolve_seeds
 from traverse_crawl.operations import json_log
 from traverse_crawl.operations.exit_status import command_checks, lost_count
 from traverse_crawl.rendering.addon import check_render
@@ -145,6 +144,10 @@ def check(settings: BaseSettings, spargs: dict[str, str]) -> None:
 
     With rendering on, that includes a browser that cannot start (docs/rendering.md).
     """
+    # Imported here: every ``scrapy`` command imports this module (Scrapy lists its
+    # commands), and this one brings in the crawl's frontier and JOBDIR state.
+    from traverse_crawl.jobdir.pipeline import jobdir_path, resolve_seeds
+
     config = TraverseConfig.from_settings(settings)
     check_arguments(spargs)
     seeds, _ = resolve_seeds(

@@ -23,7 +23,6 @@ from traverse_crawl.commands.common import open_store, write_text
 from traverse_crawl.fetch.exceptions import CommandFailed
 from traverse_crawl.manifests.read import ManifestError, load_all, stored_snapshot
 from traverse_crawl.reports import diff as difflib_
-from traverse_crawl.reports import items_diff
 from traverse_crawl.reports.items_file import ItemsError, items_files
 from traverse_crawl.snapshots.model import BINARY_TYPES
 from traverse_crawl.snapshots.store import SnapshotStore
@@ -110,6 +109,9 @@ class Command(ScrapyCommand):
             self.exitcode = 1
 
     def _items(self, old_path: str, new_path: str, opts: argparse.Namespace) -> None:
+        # Imported here: every ``scrapy`` command imports this module (Scrapy lists its commands).
+        from traverse_crawl.reports import items_diff
+
         try:
             old, new = items_files([old_path]), items_files([new_path])
         except ItemsError as exc:

@@ -54,6 +54,8 @@ class SourceMap:
     # -- mapping nodes to their start tags -----------------------------------
 
     def _build(self) -> dict[Any, tuple[int, int, int]]:
+        # The hot loop of extraction (one pass over every tag of the page): names are
+        # bound to locals and the line of a tag counted from the previous one.
         body = self.body
         # Lines as libxml2 counts them: \r\n, \r and \n each end one.
         line_starts = (
@@ -61,6 +63,10 @@ class SourceMap:
         )
         found: dict[tuple[int, str], list[tuple[int, int, int]]] = {}
         tokens = self._tokens
+        add_token = tokens.append
+        count_lines = body.count
+        group = found.setdefault
+        raw_text = _RAW_TEXT
         skip_to = line = counted = 0
         for match in _TOKEN.finditer(body):
             start, end = match.span()
@@ -75,29 +81,35 @@ class SourceMap:
                 kind = "end" if slash else "start"
                 name = name.lower()
             index = len(tokens)
-            tokens.append((kind, name, start, end))
-            if kind == "end":
+            add_token((kind, name, start, end))
+            if slash:
                 continue
             if line_starts is None:
-                line += body.count("\n", counted, start)
+                line += count_lines("\n", counted, start)
                 counted = start
                 number = line + 1
             else:
                 number = bisect.bisect_right(line_starts, start)
-            found.setdefault((number, name), []).append((start, end, index))
-            if kind == "start" and name in _RAW_TEXT:
-                close = _RAW_TEXT[name].search(body, end)
+            group((number, name), []).append((start, end, index))
+            if name in raw_text and kind == "start":
+                close = raw_text[name].search(body, end)
                 skip_to = close.start() if close is not None else len(body)
         # The parsed side: elements and comments grouped the same way, in document order.
         parsed: dict[tuple[int, str], list[Any]] = {}
+        group_node = parsed.setdefault
+        comment = etree.Comment
         for node in self.root.iter():
             line = node.sourceline
             if line is None or line >= MAX_LINE:
                 continue
-            name = _COMMENT if node.tag is etree.Comment else node.tag
-            if not isinstance(name, str):
+            tag = node.tag
+            if tag is comment:
+                name = _COMMENT
+            elif isinstance(tag, str):
+                name = tag.lower()
+            else:
                 continue  # a processing instruction or an entity
-            parsed.setdefault((line, name.lower()), []).append(node)
+            group_node((line, name), []).append(node)
         starts: dict[Any, tuple[int, int, int]] = {}
         for key, nodes in parsed.items():
             positions = found.get(key)
@@ -192,6 +204,14 @@ def _in_document_order(
     parser made up (an implied ``<body>``) paired with a tag it dropped (a later
     ``<body>``) is out of order with its neighbours and loses its mapping."""
     nodes = [node for node in root.iter() if node in starts]
+    previous = -1
+    for node in nodes:
+        position = starts[node][0]
+        if position <= previous:
+            break
+        previous = position
+    else:
+        return starts  # already in source order (the common case): all kept
     tails: list[int] = []  # tails[k]: index in nodes of the smallest end of a run of k+1
     ends: list[int] = []  # their positions, for bisect
     before: list[int] = [-1] * len(nodes)

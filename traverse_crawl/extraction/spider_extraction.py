@@ -7,6 +7,7 @@ expression (bounded by ``TRAVERSE_EXTRACT_TIMEOUT``) holds the reactor. The page
 lines wait in a spool file (``crawl/spool.py``), keyed by page id and ``sourceRef``.
 When a seed's manifest is written (the ``manifest_written`` signal: once per seed,
 with ``JOBDIR`` and ``REDIS_URL`` too), its items file is written from it, in the
+extraction thread (the reactor goes on meanwhile; the crawl's close waits), in the
 manifest's page order: the lines kept here, and for a page this process did not
 extract (recorded before a resume, or by another worker) the snapshot re-extracted
 from the store. Same snapshots and rules, same bytes, whatever the concurrency.
@@ -70,7 +71,9 @@ class SpiderExtraction:
         self.executor = ThreadPoolExecutor(1, thread_name_prefix="traverse-extract")
         self.spool = Spool(spool_directory(self.directory))
         self.kept: dict[bytes, tuple[int, int] | bytes] = {}
+        self.pending: set[asyncio.Future[dict[str, int]]] = set()  # items files being written
         crawler.signals.connect(self.on_manifest_written, signal=manifest_written)
+        crawler.signals.connect(self.on_spider_closed, signal=signals.spider_closed)
         # After spider_closed, whose handlers write the manifests of seeds left open.
         crawler.signals.connect(self.on_engine_stopped, signal=signals.engine_stopped)
 
@@ -125,12 +128,19 @@ class SpiderExtraction:
             logger.error("cannot read the manifest of seed %r back (%s): its items file %s "
                          "is not written", seed_id, exc, shown)  # fmt: skip
             return
-        # In the extraction thread, which the reactor waits for: the pages this process
-        # did not extract are extracted there too, never by two threads at once.
-        self.executor.submit(self._write, seed_id, manifest, target, shown).result()
+        # In the extraction thread (the pages this process did not extract are
+        # extracted there too, never by two threads at once), and never waited for by
+        # the reactor: the thread may be busy with a slow page of another seed, for up
+        # to TRAVERSE_EXTRACT_TIMEOUT. The crawl's close waits for it (``drain``).
+        job = partial(self._write, manifest, target)
+        future = asyncio.get_running_loop().run_in_executor(self.executor, job)
+        future.add_done_callback(partial(self._written, seed_id, shown))
+        self.pending.add(future)
 
-    def _write(self, seed_id: str, manifest: dict[str, Any], target: str, shown: str) -> None:
-        error: Exception | None = None
+    def _write(self, manifest: dict[str, Any], target: str) -> dict[str, int]:
+        """In the extraction thread: the items file, its counts; the last error after
+        WRITE_ATTEMPTS. Stats and logs are the reactor's (``_written``)."""
+        error: OSError | None = None
         for _attempt in range(WRITE_ATTEMPTS):
             counts: dict[str, int] = {}
             try:
@@ -142,17 +152,43 @@ class SpiderExtraction:
             except OSError as exc:
                 error = exc
             else:
-                inc(self.crawler.stats, "extraction/items_files")
-                logger.info(
-                    "items for seed %r: %s (%d item(s) from %d page(s))",
-                    seed_id, shown, counts["items"], counts["pages"],
-                    extra={"seed": seed_id},
-                )  # fmt: skip
-                return
-        inc_lost(self.crawler.stats, "extraction/items_file_error")  # the crawl exits 1
-        logger.error("could not write the items file %s (%s): the items of seed %r are lost",
-                     shown, error, seed_id)  # fmt: skip
+                return counts
+        assert error is not None
+        raise error
 
-    def on_engine_stopped(self) -> None:
+    def _written(self, seed_id: str, shown: str, future: asyncio.Future[dict[str, int]]) -> None:
+        self.pending.discard(future)
+        if future.cancelled():
+            error: BaseException | None = RuntimeError("the crawl stopped first")
+        else:
+            error = future.exception()
+        if error is not None:
+            inc_lost(self.crawler.stats, "extraction/items_file_error")  # the crawl exits 1
+            logger.error("could not write the items file %s (%s): the items of seed %r are "
+                         "lost", shown, error, seed_id)  # fmt: skip
+            return
+        counts = future.result()
+        inc(self.crawler.stats, "extraction/items_files")
+        logger.info(
+            "items for seed %r: %s (%d item(s) from %d page(s))",
+            seed_id, shown, counts["items"], counts["pages"],
+            extra={"seed": seed_id},
+        )  # fmt: skip
+
+    async def drain(self) -> None:
+        """Until every items file handed to the thread is written. One loop turn
+        first: the spider_closed handlers that write the last manifests (and so hand
+        over their items files) run after this one has been called."""
+        await asyncio.sleep(0)
+        while self.pending:
+            await asyncio.wait(list(self.pending))
+            await asyncio.sleep(0)  # the done callbacks (``_written``) have run
+
+    async def on_spider_closed(self) -> None:
+        # Before the stats are closed: a lost items file counts in the exit status.
+        await self.drain()
+
+    async def on_engine_stopped(self) -> None:
+        await self.drain()
         self.executor.shutdown(wait=False, cancel_futures=True)
         self.spool.close()

@@ -14,7 +14,7 @@ import logging
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 from scrapy.crawler import Crawler
@@ -23,8 +23,10 @@ from scrapy.settings import BaseSettings
 from scrapy.utils import log as scrapy_log
 
 from traverse_crawl import meta_keys
-from traverse_crawl.crawl.frontier import Frontier
 from traverse_crawl.signals import seed_started
+
+if TYPE_CHECKING:  # every scrapy command imports this module; the frontier is the crawl's
+    from traverse_crawl.crawl.frontier import Frontier
 
 SETTING = "TRAVERSE_LOG_FORMAT"
 

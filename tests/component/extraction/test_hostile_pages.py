@@ -13,6 +13,8 @@ from typing import Any
 import pytest_twisted
 from twisted.internet.defer import Deferred
 
+from tests.support.server import Reply
+
 RULES = """
 [[types]]
 name = "row"
@@ -88,3 +90,45 @@ async def test_a_catastrophic_regex_is_stopped_and_the_reactor_goes_on(server, c
     (path,) = (tmp_path / "items").glob("*.jsonl")
     items = [json.loads(line) for line in path.read_bytes().splitlines()]
     assert [(i["url"], i["fields"]) for i in items] == [(server.url("/fine"), {"text": "aaa"})]
+
+
+@pytest_twisted.ensureDeferred
+async def test_an_items_file_written_while_a_hostile_page_is_extracted_does_not_stall_the_reactor(
+    server, crawl, tmp_path
+):
+    # The "text" seed's manifest is written (its page is plain text: nothing to extract)
+    # while the extraction thread is busy with the "hostile" seed's page for seconds:
+    # its items file waits for the thread, and the reactor goes on meanwhile.
+    hostile = "<ul><li>" + "a" * 60 + "b</li></ul>"
+    server.site({"/hostile": hostile,
+                 "/text": Reply(body="plain", content_type="text/plain", delay=0.3)})  # fmt: skip
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text(f"hostile\t{server.url('/hostile')}\ntext\t{server.url('/text')}\n")
+    gaps: list[float] = []
+    running = True
+
+    async def tick() -> None:
+        last = time.monotonic()
+        while running:
+            await asyncio.sleep(0.02)
+            now = time.monotonic()
+            gaps.append(now - last)
+            last = now
+
+    ticker = asyncio.ensure_future(tick())
+    try:
+        result = await crawl(
+            settings=settings(tmp_path, TRAVERSE_EXTRACT_TIMEOUT=3), seeds=str(seeds)
+        )
+    finally:
+        running = False
+        await Deferred.fromFuture(ticker)
+    by_id = {m["seed"]["id"]: m for m in result.manifests()}
+    assert warnings_of(by_id["hostile"], "/hostile") == [
+        "extraction stopped after 3 s (TRAVERSE_EXTRACT_TIMEOUT); no items from this page"
+    ]
+    # Both items files written (the crawl's close waited for the thread), none lost.
+    assert result.stats["extraction/items_files"] == 2
+    assert "extraction/items_file_error" not in result.stats
+    # The reactor kept turning while the text seed's items file waited for the thread.
+    assert max(gaps) < 0.5, max(gaps)
