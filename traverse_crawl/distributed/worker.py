@@ -292,8 +292,12 @@ class Worker:
             if frontier.skipped is not None:
                 inc(self.crawler.stats, "manifest/skipped_written")
             await asyncio.to_thread(write_manifest, path, frontier, location)
-            # Items files (TRAVERSE_EXTRACT) are written from the manifest, as in one process.
-            self.crawler.signals.send_catch_log(manifest_written, seed_id=seed.id, path=path)
+            # Items files (TRAVERSE_EXTRACT) are written from the manifest, as in one
+            # process, and before Redis hears the seed is done: a worker killed before
+            # that leaves the seed, items file included, to another worker.
+            await self.crawler.signals.send_catch_log_async(
+                manifest_written, seed_id=seed.id, path=path
+            )
             done = await self.call(self.remote.manifest_done, task)
             shown = shown_manifest_path(self.config.manifest_dir, seed.id)
             logger.info("manifest for seed %r: %s", seed.id, shown)

@@ -21,7 +21,6 @@ import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from typing import Any
 
 from scrapy import signals
 from scrapy.crawler import Crawler
@@ -42,6 +41,10 @@ from traverse_crawl.storage.location import is_bucket_url, open_location, spool_
 logger = logging.getLogger(__name__)
 
 WRITE_ATTEMPTS = 3
+
+
+class UnreadableManifest(Exception):
+    """The seed's manifest, just written, could not be read back for its items file."""
 
 
 class SpiderExtraction:
@@ -115,31 +118,37 @@ class SpiderExtraction:
         offset, length = kept
         return self.spool.read(offset, length) if length else b""
 
-    def on_manifest_written(self, seed_id: str, path: str) -> None:
+    def on_manifest_written(self, seed_id: str, path: str) -> asyncio.Future[None]:
+        """Hand the seed's items file to the extraction thread; the future it returns is
+        done once the file is written or its loss logged. The distributed worker awaits
+        it (``send_catch_log_async``) before it tells Redis the seed is done, so a worker
+        killed in between leaves the seed to another worker, items file included."""
         target = items_path(self.directory, seed_id)
         shown = shown_name(target, seed_id)
+        # In the extraction thread (the pages this process did not extract are
+        # extracted there too, never by two threads at once), and never waited for by
+        # the reactor: the thread may be busy with a slow page of another seed, for up
+        # to TRAVERSE_EXTRACT_TIMEOUT, and the manifest may be an object in a bucket.
+        # The crawl's close waits for it (``drain``).
+        loop = asyncio.get_running_loop()
+        job = partial(self._write, path, target)
+        future = loop.run_in_executor(self.executor, job)
+        done: asyncio.Future[None] = loop.create_future()
+        future.add_done_callback(partial(self._written, seed_id, shown, done))
+        self.pending.add(future)
+        return done
+
+    def _write(self, path: str, target: str) -> dict[str, int]:
+        """In the extraction thread: the items file from the manifest at ``path``, its
+        counts; ``UnreadableManifest``, or the last write error after WRITE_ATTEMPTS.
+        Stats and logs are the reactor's (``_written``)."""
         try:
             data = read_bytes(path, self.settings)
             if data is None:
                 raise FileNotFoundError(f"{path} is not there")
             manifest = json.loads(data)
         except (OSError, ValueError) as exc:
-            inc_lost(self.crawler.stats, "extraction/items_file_error")
-            logger.error("cannot read the manifest of seed %r back (%s): its items file %s "
-                         "is not written", seed_id, exc, shown)  # fmt: skip
-            return
-        # In the extraction thread (the pages this process did not extract are
-        # extracted there too, never by two threads at once), and never waited for by
-        # the reactor: the thread may be busy with a slow page of another seed, for up
-        # to TRAVERSE_EXTRACT_TIMEOUT. The crawl's close waits for it (``drain``).
-        job = partial(self._write, manifest, target)
-        future = asyncio.get_running_loop().run_in_executor(self.executor, job)
-        future.add_done_callback(partial(self._written, seed_id, shown))
-        self.pending.add(future)
-
-    def _write(self, manifest: dict[str, Any], target: str) -> dict[str, int]:
-        """In the extraction thread: the items file, its counts; the last error after
-        WRITE_ATTEMPTS. Stats and logs are the reactor's (``_written``)."""
+            raise UnreadableManifest(str(exc)) from None
         error: OSError | None = None
         for _attempt in range(WRITE_ATTEMPTS):
             counts: dict[str, int] = {}
@@ -156,12 +165,25 @@ class SpiderExtraction:
         assert error is not None
         raise error
 
-    def _written(self, seed_id: str, shown: str, future: asyncio.Future[dict[str, int]]) -> None:
+    def _written(
+        self,
+        seed_id: str,
+        shown: str,
+        done: asyncio.Future[None],
+        future: asyncio.Future[dict[str, int]],
+    ) -> None:
         self.pending.discard(future)
+        if not done.done():
+            done.set_result(None)
         if future.cancelled():
             error: BaseException | None = RuntimeError("the crawl stopped first")
         else:
             error = future.exception()
+        if isinstance(error, UnreadableManifest):
+            inc_lost(self.crawler.stats, "extraction/items_file_error")
+            logger.error("cannot read the manifest of seed %r back (%s): its items file %s "
+                         "is not written", seed_id, error, shown)  # fmt: skip
+            return
         if error is not None:
             inc_lost(self.crawler.stats, "extraction/items_file_error")  # the crawl exits 1
             logger.error("could not write the items file %s (%s): the items of seed %r are "
