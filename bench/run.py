@@ -17,6 +17,7 @@
     .venv/bin/python bench/run.py objectstore  # capture into an S3 bucket vs a bare client
     .venv/bin/python bench/run.py startup      # a one-page crawl against the plain spider's
     .venv/bin/python bench/run.py features     # CPU per page of each mode and feature
+    .venv/bin/python bench/run.py vs-traverse  # 500 pages at concurrency 1 against Traverse (npm)
     .venv/bin/python bench/run.py ab --baseline DIR  # live, capture, replay against DIR
 
 Every crawl is a real ``scrapy`` process against nginx on 127.0.0.1 serving the
@@ -76,7 +77,7 @@ TARGET_WARC_RATIO = 0.85  # capture with WARC pages/s >= 0.85x capture without
 # Scenarios in bench/<name>.py, each with run(bench).
 MODULES = [
     "ab", "dns", "extract", "features", "origins", "latency", "metrics", "objectstore", "scale",
-    "startup", "writersplit",
+    "startup", "vs-traverse", "writersplit",
 ]  # fmt: skip
 
 
@@ -1042,7 +1043,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.what == "capture":
             result["capture"] = bench_capture(bench)
         if args.what in MODULES:  # a scenario of its own module: bench/<name>.py, run(bench)
-            result[args.what] = importlib.import_module(f"bench.{args.what}").run(bench)
+            module = importlib.import_module(f"bench.{args.what.replace('-', '_')}")
+            result[args.what] = module.run(bench)
         if args.what in ("replay", "all"):
             if bench.server is None:
                 bench.start_server()
