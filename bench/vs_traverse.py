@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -136,7 +137,7 @@ def run(bench: Bench) -> dict[str, Any]:
     saved = bench.server, bench.origin, bench.seed_url
     bench.server, bench.origin = server, server.origin
     bench.seed_url = server.origin + "/index.html"
-    configs = {
+    configs: dict[str, Callable[[str], Run]] = {
         "ours-c1": lambda label: bench.traverse(label, pages=PAGES, concurrency=1),
         "traverse-ts": lambda label: traverse_ts(bench, directory, bench.seed_url, label),
     }

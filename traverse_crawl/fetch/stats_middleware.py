@@ -19,7 +19,7 @@ from scrapy.downloadermiddlewares.stats import get_status_size
 from scrapy.utils.httpobj import urlparse_cached
 
 if TYPE_CHECKING:
-    from scrapy import Request
+    from scrapy import Request, Spider
     from scrapy.http import Response
 
 # b" HTTP/1.1\r\n", b"Host: ", the Host line's b"\r\n", the blank line's b"\r\n".
@@ -55,13 +55,7 @@ def response_size(response: Response) -> int:
     for key, values in dict.items(headers):
         for value in values:
             size += 2 + len(key) + len(value)
-    return (
-        len(response.body)
-        + size
-        + 2 * (len(headers) - 1)
-        + _status_size(response.status)
-        + 4
-    )
+    return len(response.body) + size + 2 * (len(headers) - 1) + _status_size(response.status) + 4
 
 
 _STATUS_SIZES: dict[int, int] = {}
@@ -77,13 +71,20 @@ def _status_size(status: int) -> int:
 class DownloaderStats(ScrapyDownloaderStats):
     """Scrapy's ``DownloaderStats``, its byte counts added up instead of serialised."""
 
-    def process_request(self, request: Request) -> None:
+    # ``spider`` only for the signature Scrapy's has: Scrapy passes it to no method
+    # whose ``spider`` has a default.
+    def process_request(
+        self, request: Request, spider: Spider | None = None
+    ) -> Request | Response | None:
         inc = self.stats.inc_value
         inc("downloader/request_count")
         inc(f"downloader/request_method_count/{request.method}")
         inc("downloader/request_bytes", request_size(request))
+        return None
 
-    def process_response(self, request: Request, response: Response) -> Response:
+    def process_response(
+        self, request: Request, response: Response, spider: Spider | None = None
+    ) -> Request | Response:
         inc = self.stats.inc_value
         inc("downloader/response_count")
         inc(f"downloader/response_status_count/{response.status}")
