@@ -66,6 +66,9 @@ SETTINGS: dict[str, Any] = {
     },
     "FEED_EXPORT_ENCODING": "utf-8",
     "LOG_LEVEL": "INFO",
+    # Scrapy's in-memory stats without the wrapper it puts around every method call
+    # (runtime/stats_collector.py): some fifteen counts a page.
+    "STATS_CLASS": "traverse_crawl.runtime.stats_collector.DirectStatsCollector",
 }
 
 # Downloader middlewares, in process_request order; process_response runs bottom-up.
@@ -88,6 +91,8 @@ SETTINGS: dict[str, Any] = {
 #                               decompression bomb is a typed too-large
 #  600  RedirectMiddleware      (replaces built-in) manual, chain recorded, robots per hop
 #  650  RevalidateMiddleware    conditional GET from the stored snapshot
+#  850  DownloaderStats         (replaces built-in) the same downloader/* counts, byte
+#                               sizes added up instead of serialised
 #  950  PolitenessMiddleware    per-origin download slots, end-to-start delay
 #  960  UnverifiedTlsMiddleware DOWNLOAD_VERIFY_CERTIFICATES=False: warn on each HTTPS page
 #
@@ -99,6 +104,7 @@ DOWNLOADER_MIDDLEWARES: dict[str, int | None] = {
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
     "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
     "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
+    "scrapy.downloadermiddlewares.stats.DownloaderStats": None,
     "traverse_crawl.fetch.failure_middleware.TypedFailureMiddleware": 10,
     "traverse_crawl.snapshots.capture_middleware.PageIdMiddleware": 20,
     "traverse_crawl.fetch.userinfo_middleware.UserinfoMiddleware": 40,
@@ -109,6 +115,7 @@ DOWNLOADER_MIDDLEWARES: dict[str, int | None] = {
     "traverse_crawl.fetch.compression_middleware.HttpCompressionMiddleware": 590,
     "traverse_crawl.politeness.redirect_middleware.RedirectMiddleware": 600,
     "traverse_crawl.snapshots.revalidate_middleware.RevalidateMiddleware": 650,
+    "traverse_crawl.fetch.stats_middleware.DownloaderStats": 850,
     "traverse_crawl.politeness.delay_middleware.PolitenessMiddleware": 950,
     "traverse_crawl.fetch.tls_middleware.UnverifiedTlsMiddleware": 960,
 }

@@ -66,7 +66,7 @@ def test_the_downloader_middlewares_run_in_the_documented_order():
         "traverse_crawl.politeness.redirect_middleware.RedirectMiddleware",
         "traverse_crawl.snapshots.revalidate_middleware.RevalidateMiddleware",
         "scrapy.downloadermiddlewares.httpproxy.HttpProxyMiddleware",
-        "scrapy.downloadermiddlewares.stats.DownloaderStats",
+        "traverse_crawl.fetch.stats_middleware.DownloaderStats",
         "scrapy.downloadermiddlewares.httpcache.HttpCacheMiddleware",
         "traverse_crawl.politeness.delay_middleware.PolitenessMiddleware",
         "traverse_crawl.fetch.tls_middleware.UnverifiedTlsMiddleware",

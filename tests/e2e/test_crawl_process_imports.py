@@ -69,3 +69,28 @@ def test_a_crawl_imports_no_module_its_settings_do_not_use(tmp_path, server):
         assert module not in imported, module
     assert sorted(m for m in imported if m.startswith("traverse_crawl.warc")) == []
     assert "traverse_crawl.reports.html" not in imported
+
+
+def test_a_crawl_without_extraction_imports_no_extraction_or_diff_code(tmp_path, server):
+    # Scrapy imports every command's module at the start of every command: the extract
+    # and diff commands' modules import their machinery when they run, and an unset
+    # TRAVERSE_EXTRACT compiles no rules (regex and tomllib: about 0.1 s of every process).
+    server.site({"/": "<p>one page</p>"})
+    done = scrapy(
+        *("crawl", "traverse", "-a", f"url={server.url('/')}"),
+        *crawl_args(tmp_path, server.origin),
+        timeout=120,
+        python_flags=("-X", "importtime"),
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+    assert "traverse_crawl.config.settings" in imported  # the project's crawl
+    for module in (
+        "traverse_crawl.extraction.rules",
+        "traverse_crawl.extraction.extractor",
+        "traverse_crawl.reports.items_diff",
+        "concurrent.futures.process",
+        "regex",
+        "tomllib",
+    ):
+        assert module not in imported, module

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import gc
 import json
+import subprocess
+import sys
 
 from tests.support.heapprobe import probed_crawl
 from tests.support.server import Server
@@ -35,3 +37,19 @@ def test_startup_objects_are_frozen_during_the_crawl_only(server: Server, tmp_pa
     # a process running another crawl leaks nothing.
     assert seen["frozen_after"] == 0, seen
     assert seen["threshold_after"] == default_threshold, seen
+
+
+def test_a_command_process_exits_with_its_heap_frozen():
+    """The interpreter's shutdown collection skips the heap once a project command ran."""
+    # An exit handler registered before the commands package is imported runs after
+    # every handler it registers: it sees what the interpreter's shutdown will walk.
+    code = (
+        "import atexit, gc\n"
+        "atexit.register(lambda: print('frozen at exit', gc.get_freeze_count()))\n"
+        "import traverse_crawl.commands\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    frozen = int(done.stdout.rsplit(" ", 1)[1])
+    assert frozen > 50_000, done.stdout

@@ -39,7 +39,7 @@ ADAPTERS = frozenset({PACKAGE}) | frozenset(
     egress.dns_lookup egress.middleware egress.resolver
     fetch.compression_middleware fetch.exceptions fetch.failure_middleware fetch.failures
     fetch.handler
-    fetch.http_error_middleware fetch.request fetch.tls_middleware
+    fetch.http_error_middleware fetch.request fetch.stats_middleware fetch.tls_middleware
     fetch.userinfo_middleware
     jobdir.pipeline manifests.pipeline operations.exit_status operations.json_log
     operations.metrics operations.stats_file
@@ -49,7 +49,7 @@ ADAPTERS = frozenset({PACKAGE}) | frozenset(
     rendering.navigation rendering.pageguard rendering.response rendering.settle
     replay.middleware
     runtime.heap_extension runtime.log_level_extension runtime.log_redaction runtime.process_wide
-    runtime.refill_extension
+    runtime.refill_extension runtime.stats_collector
     sitemaps.requests snapshots.capture_middleware
     snapshots.pipeline snapshots.revalidate_middleware warc.extension
     """.split()

@@ -14,7 +14,7 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
@@ -22,10 +22,14 @@ from scrapy.exceptions import UsageError
 from traverse_crawl.commands.common import open_store, write_text
 from traverse_crawl.fetch.exceptions import CommandFailed
 from traverse_crawl.manifests.read import ManifestError, load_all, stored_snapshot
-from traverse_crawl.reports import diff as difflib_
-from traverse_crawl.reports.items_file import ItemsError, items_files
 from traverse_crawl.snapshots.model import BINARY_TYPES
 from traverse_crawl.snapshots.store import SnapshotStore
+
+if TYPE_CHECKING:
+    from traverse_crawl.reports.diff import Change
+
+# Scrapy imports every command's module at the start of every command, a crawl's too:
+# the diff and items-diff modules are imported by the methods that use them.
 
 DEFAULT_BODY_LINES = 40
 OUTPUT_CHUNK = 2**16  # characters of output gathered before one write
@@ -98,6 +102,8 @@ class Command(ScrapyCommand):
             write_text(sys.stderr, f"error: {exc}\n")
             self.exitcode = 2
             return
+        from traverse_crawl.reports import diff as difflib_
+
         changes = difflib_.diff([m.data for m in old], [m.data for m in new])
         bodies = self._bodies(changes, opts.bodies_lines) if opts.bodies else None
         if opts.json:
@@ -109,8 +115,8 @@ class Command(ScrapyCommand):
             self.exitcode = 1
 
     def _items(self, old_path: str, new_path: str, opts: argparse.Namespace) -> None:
-        # Imported here: every ``scrapy`` command imports this module (Scrapy lists its commands).
         from traverse_crawl.reports import items_diff
+        from traverse_crawl.reports.items_file import ItemsError, items_files
 
         try:
             old, new = items_files([old_path]), items_files([new_path])
@@ -141,7 +147,7 @@ class Command(ScrapyCommand):
             # stdout now points at /dev/null, so the interpreter's last flush cannot fail.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
-    def _bodies(self, changes: list[difflib_.Change], max_lines: int) -> dict[int, list[str]]:
+    def _bodies(self, changes: list[Change], max_lines: int) -> dict[int, list[str]]:
         try:
             store = open_store(self.settings)
         except CommandFailed as exc:
@@ -171,4 +177,6 @@ def body_lines(
         if found is None:
             return [f"(body {snapshot['bodyHash'][:12]} is not in {store.root})"]
         texts.append(found["body"])
+    from traverse_crawl.reports import diff as difflib_
+
     return difflib_.body_diff(texts[0], texts[1], max_lines)

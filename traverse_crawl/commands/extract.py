@@ -18,8 +18,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterator
-from concurrent.futures import Executor, ProcessPoolExecutor
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
@@ -27,14 +26,19 @@ from scrapy.exceptions import UsageError
 from traverse_crawl.commands.common import write_text
 from traverse_crawl.config.settings import TraverseConfig
 from traverse_crawl.errors import ConfigError
-from traverse_crawl.extraction.extractor import Extractor
-from traverse_crawl.extraction.from_store import seed_chunks, start_worker
-from traverse_crawl.extraction.items import items_path, read_items, write_items_file
-from traverse_crawl.extraction.verify import Verifier
 from traverse_crawl.manifests.read import Loaded, ManifestError, load_all
 from traverse_crawl.snapshots.store import SnapshotStore, open_snapshot_store
 from traverse_crawl.storage.location import Location, is_bucket_url, open_location
 from traverse_crawl.utils.redact import redact_text
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
+    from traverse_crawl.extraction.extractor import Extractor
+
+# Scrapy imports every command's module at the start of every command, a crawl's too:
+# the extraction modules (the rules' regex and TOML parsers, the span matcher) and the
+# process pool, about 0.1 s, are imported by the functions that use them.
 
 POOL_PAGES = 200  # fewer pages are extracted in the command's own process
 
@@ -104,6 +108,8 @@ def extract(seed_ids: list[str], config: TraverseConfig, settings: Any = None) -
                 "SEED_ID", f"no manifest in {config.manifest_dir} for seed {unknown[0]!r}"
             )
         manifests = [manifest for manifest in manifests if manifest.seed_id in seed_ids]
+    from traverse_crawl.extraction.extractor import Extractor
+
     _warnings_to_stderr()
     extractor = Extractor(config.extract, config.max_items_per_page, config.extract_timeout)
     items = open_location("TRAVERSE_ITEMS_DIR", config.items_dir, settings or {})
@@ -124,6 +130,10 @@ def worker_pool(config: TraverseConfig, pages: int) -> Iterator[Executor | None]
         return
     args = (rules.raw, rules.source, config.max_items_per_page, config.extract_timeout,
             config.store)  # fmt: skip
+    from concurrent.futures import ProcessPoolExecutor
+
+    from traverse_crawl.extraction.from_store import start_worker
+
     with ProcessPoolExecutor(workers, initializer=start_worker, initargs=args) as pool:
         yield pool
 
@@ -136,6 +146,9 @@ def _extract_all(
     pool: Executor | None,
     items: Location | None = None,
 ) -> int:
+    from traverse_crawl.extraction.from_store import seed_chunks
+    from traverse_crawl.extraction.items import items_path, write_items_file
+
     status = 0
     for manifest in manifests:
         target = items_path(config.items_dir, manifest.seed_id)
@@ -160,6 +173,9 @@ def _extract_all(
 
 
 def verify(path: str, config: TraverseConfig, settings: Any = None) -> int:
+    from traverse_crawl.extraction.items import read_items
+    from traverse_crawl.extraction.verify import Verifier
+
     try:
         items = read_items(path)
     except OSError as exc:

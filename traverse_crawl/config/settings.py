@@ -229,6 +229,8 @@ def parse_field_name(name: str, value: Any) -> str:
 def parse_extract(name: str, value: Any) -> Rules | None:
     """The extraction file's path, read and compiled now (``extraction/rules.py``);
     "" for none. Its own errors name the item type and the field."""
+    if isinstance(value, str) and not value.strip():
+        return None  # no extraction: none of its modules (regex, tomllib: 0.1 s) is imported
     # Imported here: a crawl without extraction (and every child process) loads none of it.
     from traverse_crawl.extraction.rules import Rules, load_rules
 

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from typing import TypeAlias
@@ -117,6 +118,8 @@ def _ends_in_number(host: str) -> bool:
     return bool(labels) and _NUMERIC_LABEL.fullmatch(labels[-1]) is not None
 
 
+# Pure functions of a host string, asked once per request of the same few hosts: kept.
+@functools.lru_cache(maxsize=4096)
 def is_canonical_ipv4(host: str) -> bool:
     parts = host.split(".")
     return len(parts) == 4 and all(
@@ -174,6 +177,7 @@ def raw_host(url: str) -> str | None:
     return authority.split(":", 1)[0]
 
 
+@functools.lru_cache(maxsize=4096)
 def host_key(host: str) -> str | None:
     """The canonical form of a host, as pins are keyed: WHATWG host, IPv6 without brackets.
 

@@ -104,12 +104,14 @@ async def evaluate(url: str, allow: frozenset[str], resolve: Resolve = system_re
         return Verdict()
     if scheme not in NETWORK_SCHEMES:
         return Verdict(denied(url, f"the scheme {scheme} is not http(s)"))
-    host = host_key(str(parsed.hostname))
+    hostname = str(parsed.hostname)
+    host = host_key(hostname)
     if host is None:
         return Verdict(denied(url, "the host is not valid"))
     port = int(parsed.port) if parsed.port else NETWORK_SCHEMES[scheme]
-    literal = str(parsed.hostname).startswith("[") or is_canonical_ipv4(host)
-    if is_allowed(url, allow):
+    literal = hostname.startswith("[") or is_canonical_ipv4(host)
+    # is_allowed(url, allow), from the URL parsed here rather than parsed again.
+    if allow and scheme in urls.HTTP_SCHEMES and str(parsed.origin) in allow:
         if literal:
             return Verdict(host=host, port=port, addresses=(host,), allowed_by_setting=True)
         found = await _lookup(resolve, host, port)
@@ -119,7 +121,7 @@ async def evaluate(url: str, allow: frozenset[str], resolve: Resolve = system_re
     # The raw authority first: a parser may already have turned 0x7f.1 into
     # 127.0.0.1, and the written form is itself a reason to refuse.
     written = raw_host(url)
-    for candidate in (written, str(parsed.hostname)):
+    for candidate in (written, hostname):
         if candidate is None:
             continue
         reason = check_host(candidate)

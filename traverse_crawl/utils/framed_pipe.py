@@ -31,7 +31,13 @@ def package_command(module: str, site_packages: bool) -> list[str]:
     or user site, so the crawl's ``PYTHONPATH`` and the like cannot change what runs;
     without ``site_packages`` (``-S``) the start is cheaper, for stdlib-only children."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    boot = f"import sys; sys.path.insert(0, {root!r}); from {module} import main; main()"
+    # Once main() returned, the heap is frozen: the interpreter's exit then skips its
+    # full collection of every object (runtime/heap_extension.py, freeze_at_exit), which
+    # the crawl would wait for when it reaps the child.
+    boot = (
+        f"import sys; sys.path.insert(0, {root!r}); from {module} import main; main(); "
+        "import gc; gc.freeze()"
+    )
     return [sys.executable, "-I", *([] if site_packages else ["-S"]), "-c", boot]
 
 

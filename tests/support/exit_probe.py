@@ -1,0 +1,11 @@
+"""A child process for ``package_command`` tests: prints, at its exit, how many
+objects are frozen (``gc.get_freeze_count()``)."""
+
+from __future__ import annotations
+
+import atexit
+import gc
+
+
+def main() -> None:
+    atexit.register(lambda: print("frozen at exit", gc.get_freeze_count(), flush=True))
