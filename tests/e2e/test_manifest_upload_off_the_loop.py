@@ -9,6 +9,9 @@ file that holds the manifest, ``manifest/error`` counted as lost, exit 1.
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -16,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.cli import scrapy
+from tests.support.cli import REPO, scrapy, scrapy_env, wait_for
 from tests.support.s3server import Relay
 from tests.support.server import Reply, Server
 from traverse_crawl.snapshots.store import source_dir_name
@@ -117,3 +120,49 @@ def test_a_failed_manifest_upload_is_an_error_a_fallback_file_and_exit_1(
         assert f"its content is in {fallback}" in run.stderr
         assert json.loads(fallback.read_text())["pages"]
     assert s3_server.objects(bucket, "m/") == {}
+
+
+def test_a_second_signal_waits_for_the_uploads_in_flight(server, tmp_path, s3_server):
+    bucket = s3_server.new_bucket()
+    holding = threading.Event()
+
+    def hold(data: bytes) -> None:
+        line = data.split(b"\r\n", 1)[0]
+        if line.startswith(b"PUT ") and f"/{bucket}/m/".encode() in line:
+            holding.set()
+            time.sleep(2.0)
+
+    relay = Relay(s3_server.port, hold)
+    relay.start()
+    server.routes["/solo.html"] = Reply(body="<p>alone</p>")
+    server.routes["/home.html"] = Reply(body='<a href="slow.html">slow</a>')
+    server.routes["/slow.html"] = Reply(body="slow", delay=60)
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text(f"short\t{server.url('/solo.html')}\nlong\t{server.url('/home.html')}\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "scrapy", "crawl", "traverse", "-a", f"seeds={seeds}",
+         "-s", f"TRAVERSE_EGRESS_ALLOW={server.origin}", "-s", "TRAVERSE_MIN_DELAY=0",
+         "-s", f"TRAVERSE_STORE={tmp_path / 'store'}", "-s", "LOGSTATS_INTERVAL=0",
+         "-s", f"TRAVERSE_MANIFEST_DIR=s3://{bucket}/m", "-s", "DOWNLOAD_TIMEOUT=120",
+         "-s", "RETRY_TIMES=0", *s3_server.setting_args(relay.endpoint)],
+        cwd=REPO, env=scrapy_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        wait_for(holding.is_set, "the short seed's manifest upload", timeout=60)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)  # while the upload is held: it is waited for
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        relay.stop()
+    assert "Received SIGINT twice" in stderr, stderr[-3000:]
+    written = s3_server.objects(bucket, "m/")
+    assert sorted(written) == sorted(source_dir_name(s) + ".json" for s in ("short", "long"))
+    short = json.loads(written[source_dir_name("short") + ".json"])
+    assert [p["url"] for p in short["pages"]] == [server.url("/solo.html")]
+    long = json.loads(written[source_dir_name("long") + ".json"])
+    assert long["warnings"][-1].startswith("crawl stopped before this seed finished (shutdown)")
+    assert "manifest for seed 'long': s3://" in stderr
