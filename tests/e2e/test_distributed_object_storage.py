@@ -12,6 +12,8 @@ import json
 import os
 import signal
 import subprocess
+import threading
+import time
 
 import pytest
 
@@ -27,6 +29,7 @@ from tests.support.distributed_site import (
 )
 from tests.support.jobdir_helpers import comparable, stop
 from tests.support.redisserver import redis_server  # noqa: F401  (fixture)
+from tests.support.s3server import Relay
 from traverse_crawl.snapshots.store import open_snapshot_store
 
 pytestmark = [pytest.mark.redis, pytest.mark.s3]
@@ -81,21 +84,38 @@ def test_a_sigkilled_worker_with_a_bucket_store_loses_nothing(
     client.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
     into_bucket = [
         "-s", f"TRAVERSE_STORE=s3://{bucket}/store",
-        "-s", f"TRAVERSE_MANIFEST_DIR=s3://{bucket}/manifests", *s3_server.setting_args(),
+        "-s", f"TRAVERSE_MANIFEST_DIR=s3://{bucket}/manifests",
     ]  # fmt: skip
     env = {**scrapy_env(), "SCRAPY_SETTINGS_MODULE": "traverse_crawl.settings"}  # no scrapy.cfg
+    # The worker to be killed reaches the bucket through a relay that holds each snapshot
+    # PUT a while: when it is killed, it has pages fetched whose PUTs are in flight.
+    held = threading.Semaphore(0)
 
-    def worker(name: str, seeds: bool) -> subprocess.Popen[str]:
+    def slow_puts(data: bytes) -> None:
+        if data.startswith(f"PUT /{bucket}/store/".encode()):
+            held.release()
+            time.sleep(0.3)
+
+    relay = Relay(s3_server.port, slow_puts)
+    relay.start()
+
+    def worker(name: str, seeds: bool, endpoint: str | None = None) -> subprocess.Popen[str]:
         home = tmp_path / name
         home.mkdir()
-        cmd = command(home, sites, redis_server.url, *into_bucket, seeds=seeds)
+        aws = s3_server.setting_args(endpoint)
+        cmd = command(home, sites, redis_server.url, *into_bucket, *aws, seeds=seeds)
         return subprocess.Popen(cmd, cwd=home, env=env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, text=True)  # fmt: skip
 
-    first, second = worker("a", True), worker("b", False)
-    wait_for_worker(redis_server.url, second)
-    wait_for_hits(sites, 120, [first, second])  # both are fetching, some pages are recorded
-    stop(second, signal.SIGKILL)
+    first, second = worker("a", True), worker("b", False, relay.endpoint)
+    try:
+        wait_for_worker(redis_server.url, second)
+        wait_for_hits(sites, 120, [first, second])  # both are fetching, some pages are recorded
+        for _ in range(10):  # and the second has PUTs held
+            assert held.acquire(timeout=60), "the second worker never stored a page"
+        stop(second, signal.SIGKILL)
+    finally:
+        relay.stop()
     results = finish([first, worker("c", False)])
     for status, err in results:
         assert status == 0, err[-3000:]
