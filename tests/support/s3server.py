@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -132,10 +132,12 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
 class Relay:
     """A TCP forwarder on a free loopback port to ``target_port``; ``stop`` closes the
     listener and every connection (the endpoint refuses), ``start`` opens it again on
-    the same port."""
+    the same port. ``hold(data)``, when given, is called with each chunk a client sends
+    before it is forwarded: it may sleep, to make the endpoint slow."""
 
-    def __init__(self, target_port: int) -> None:
+    def __init__(self, target_port: int, hold: Callable[[bytes], None] | None = None) -> None:
         self.target_port = target_port
+        self.hold = hold
         self.port = free_port()
         self.listener: socket.socket | None = None
         self.sockets: list[socket.socket] = []
@@ -166,12 +168,16 @@ class Relay:
                 continue
             with self.lock:
                 self.sockets += [client, upstream]
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+            for a, b, hold in ((client, upstream, self.hold), (upstream, client, None)):
+                threading.Thread(target=self._pipe, args=(a, b, hold), daemon=True).start()
 
-    def _pipe(self, source: socket.socket, target: socket.socket) -> None:
+    def _pipe(
+        self, source: socket.socket, target: socket.socket, hold: Callable[[bytes], None] | None
+    ) -> None:
         with contextlib.suppress(OSError):
             while data := source.recv(65536):
+                if hold is not None:
+                    hold(data)
                 target.sendall(data)
         for sock in (source, target):
             with contextlib.suppress(OSError):

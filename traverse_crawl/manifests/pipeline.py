@@ -13,11 +13,14 @@ import logging
 import os
 import tempfile
 import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any, BinaryIO
 
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
+from twisted.internet.defer import Deferred
 
 from traverse_crawl.config.settings import get_config
 from traverse_crawl.crawl.frontier import Frontier
@@ -61,6 +64,14 @@ class ManifestPipeline:
         self.finished: dict[int, Frontier] = {}
         self.written: set[int] = set()
         self.spool_failed = False
+        # Uploads to a bucket, one at a time, in the order the seeds finish.
+        self.uploads = (
+            ThreadPoolExecutor(1, thread_name_prefix="traverse-manifest")
+            if self.location.remote
+            else None
+        )
+        self.pending: dict[int, tuple[Future[Written], str, Frontier]] = {}
+        self.waiting: list[Deferred[None]] = []
         crawler.signals.connect(self.on_seed_started, signal=seed_started)
         crawler.signals.connect(self.on_seed_finished, signal=seed_finished)
         crawler.signals.connect(self.on_spider_closed, signal=signals.spider_closed)
@@ -103,13 +114,30 @@ class ManifestPipeline:
                 spool.directory, _reason(spool.failed),
             )  # fmt: skip
 
-    def on_spider_closed(self, spider: Spider, reason: str) -> None:
-        self.hard_stop(reason)
+    def on_spider_closed(self, spider: Spider, reason: str) -> Deferred[None] | None:
+        self.write_open_seeds(reason)
         spool = getattr(spider, "spool", None)
-        if spool is not None:
-            spool.close()
+        if not self.pending:
+            self._close(spool)
+            return None
+        # Scrapy waits for this Deferred before engine_stopped (the stats file, the
+        # items files): every upload has its outcome by then.
+        done: Deferred[None] = Deferred()
+        self.waiting.append(done)
+        done.addBoth(self._closed, spool)
+        return done
 
-    def hard_stop(self, reason: str) -> None:
+    def _closed(self, result: Any, spool: Any) -> Any:
+        self._close(spool)
+        return result
+
+    def _close(self, spool: Any) -> None:
+        if spool is not None:
+            spool.close()  # the manifests are streamed from it: only once all are written
+        if self.uploads is not None:
+            self.uploads.shutdown(wait=False)
+
+    def write_open_seeds(self, reason: str) -> None:
         """Write every seed's manifest not written yet, with the stop warning."""
         for key, frontier in self.started.items():
             if key not in self.written:
@@ -117,50 +145,68 @@ class ManifestPipeline:
                 self.write(key, frontier)
                 inc(self.crawler.stats, "manifest/partial")
 
+    def hard_stop(self, reason: str) -> None:
+        """As ``write_open_seeds``, and wait here for every upload in flight: the reactor
+        stops right after this (a second SIGINT/SIGTERM, ``crawl/stop.py``)."""
+        self.write_open_seeds(reason)
+        for key, (job, _path, _frontier) in list(self.pending.items()):
+            wait([job])
+            self._uploaded(key)
+
     def write(self, key: int, frontier: Frontier) -> None:
         if key in self.written:
             return
         self.written.add(key)
         path = manifest_path(self.directory, frontier.seed_id)
-        for _attempt in range(WRITE_ATTEMPTS):
-            try:
-                write_manifest(path, frontier, self.location)
-            except OSError as exc:
-                error = exc
-            else:
-                logger.info(
-                    "manifest for seed %r: %s",
-                    frontier.seed_id,
-                    shown_manifest_path(self.directory, frontier.seed_id),
-                    extra={"seed": frontier.seed_id},
-                )
-                inc(self.crawler.stats, "manifest/written")
-                self._write_skipped(path, frontier)
-                self._written(frontier.seed_id, path)
-                return
-        inc_lost(self.crawler.stats, "manifest/error")
-        self._fallback(path, frontier, error)
-
-    def _write_skipped(self, path: str, frontier: Frontier) -> None:
-        """``TRAVERSE_SKIPPED``: the seed's links not admitted, beside its manifest."""
-        log = frontier.skipped
-        if log is None:
+        if self.uploads is None:  # a directory: written here, as fast as a local file
+            self._finish(path, frontier, write_files(path, frontier, self.location))
             return
-        target = skipped_path(path)
-        for _attempt in range(WRITE_ATTEMPTS):
-            try:
-                write_skipped(path, frontier, self.location)
-            except OSError as exc:
-                error = exc
-            else:
+        # A bucket: uploaded by a thread of its own, so a slow or absent endpoint (each
+        # call retried for TRAVERSE_S3_RETRY) never holds up the crawl's event loop;
+        # the outcome (log line, stats, fallback file, signal) is taken on the loop.
+        job = self.uploads.submit(write_files, path, frontier, self.location)
+        self.pending[key] = (job, path, frontier)
+        job.add_done_callback(lambda _: _call_from_thread(self._uploaded, key))
+
+    def _uploaded(self, key: int) -> None:
+        entry = self.pending.pop(key, None)
+        if entry is None:
+            return  # taken already by hard_stop
+        job, path, frontier = entry
+        try:
+            errors = job.result()
+        except Exception as exc:  # not the store's OSError: still an outcome, never a hang
+            errors = (OSError(f"{type(exc).__name__}: {exc}"), None)
+        self._finish(path, frontier, errors)
+        if not self.pending:
+            waiting, self.waiting = self.waiting, []
+            for done in waiting:
+                done.callback(None)
+
+    def _finish(self, path: str, frontier: Frontier, errors: Written) -> None:
+        error, skipped_error = errors
+        if error is not None:
+            inc_lost(self.crawler.stats, "manifest/error")
+            self._fallback(path, frontier, error)
+            return
+        logger.info(
+            "manifest for seed %r: %s",
+            frontier.seed_id,
+            shown_manifest_path(self.directory, frontier.seed_id),
+            extra={"seed": frontier.seed_id},
+        )
+        inc(self.crawler.stats, "manifest/written")
+        if frontier.skipped is not None:
+            if skipped_error is None:
                 inc(self.crawler.stats, "manifest/skipped_written")
-                return
-        inc_lost(self.crawler.stats, "manifest/skipped_error")  # the crawl exits 1
-        logger.error(
-            "could not write %s (%s): the skipped URLs of seed %r are lost",
-            shown_name(target, frontier.seed_id),
-            shown_name(_reason(error), frontier.seed_id), frontier.seed_id,
-        )  # fmt: skip
+            else:
+                inc_lost(self.crawler.stats, "manifest/skipped_error")  # the crawl exits 1
+                logger.error(
+                    "could not write %s (%s): the skipped URLs of seed %r are lost",
+                    shown_name(skipped_path(path), frontier.seed_id),
+                    shown_name(_reason(skipped_error), frontier.seed_id), frontier.seed_id,
+                )  # fmt: skip
+        self._written(frontier.seed_id, path)
 
     def _fallback(self, path: str, frontier: Frontier, error: OSError) -> None:
         # A manifest that cannot be written (a full disk, a directory made read-only
@@ -207,6 +253,41 @@ class ManifestPipeline:
 
 def _reason(exc: OSError) -> str:
     return f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc)
+
+
+Written = tuple[OSError | None, OSError | None]  # the manifest's error, its skipped file's
+
+
+def write_files(path: str, frontier: Frontier, location: Location) -> Written:
+    """The seed's manifest, then its skipped file (``TRAVERSE_SKIPPED``) beside it, each
+    tried ``WRITE_ATTEMPTS`` times; the last error of each (None: written, or none to
+    write). No skipped file is written for a manifest that could not be."""
+    error: OSError | None = None
+    for _attempt in range(WRITE_ATTEMPTS):
+        try:
+            write_manifest(path, frontier, location)
+        except OSError as exc:
+            error = exc
+        else:
+            break
+    else:
+        return error, None
+    if frontier.skipped is None:
+        return None, None
+    for _attempt in range(WRITE_ATTEMPTS):
+        try:
+            write_skipped(path, frontier, location)
+        except OSError as exc:
+            error = exc
+        else:
+            return None, None
+    return None, error
+
+
+def _call_from_thread(call: Callable[..., Any], *args: Any) -> None:
+    from twisted.internet import reactor
+
+    reactor.callFromThread(call, *args)
 
 
 def write_manifest(path: str, frontier: Frontier, location: Location | None = None) -> None:

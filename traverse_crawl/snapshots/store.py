@@ -16,7 +16,10 @@ import logging
 import math
 import os
 import re
+import threading
+from collections import deque
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, cast
 
 from traverse_crawl.snapshots.file_text import encode as encode
@@ -344,6 +347,49 @@ def _read_whole(fd: int) -> bytes:
     return raw + rest if rest else raw
 
 
+READ_AHEAD = 8  # GETs in flight while a page's snapshots in a bucket are read in order
+
+_read_pool: tuple[int, ThreadPoolExecutor] | None = None
+_read_pool_lock = threading.Lock()
+
+
+def _reader_threads() -> ThreadPoolExecutor:
+    """This process's threads for bucket reads (a forked child gets threads of its own)."""
+    global _read_pool
+    with _read_pool_lock:
+        if _read_pool is None or _read_pool[0] != os.getpid():
+            pool = ThreadPoolExecutor(READ_AHEAD, thread_name_prefix="traverse-store-read")
+            _read_pool = (os.getpid(), pool)
+        return _read_pool[1]
+
+
+def _get(location: Location, key: str) -> bytes | OSError | None:
+    try:
+        return location.read(key)
+    except OSError as exc:
+        return exc
+
+
+def _fetched(location: Location, keys: list[str]) -> Iterator[tuple[str, bytes | OSError | None]]:
+    """Each key's object, in order. Each GET is a round trip: with more than one, up to
+    ``READ_AHEAD`` are in flight at once (botocore's client is thread-safe), so a page
+    captured many times costs about its count / READ_AHEAD round trips, and no more than
+    ``READ_AHEAD`` snapshots are held at once."""
+    if len(keys) < 2:  # the common case (one capture per page): no thread hop
+        for key in keys:
+            yield key, _get(location, key)
+        return
+    pool, ahead = _reader_threads(), iter(keys)
+    window: deque[tuple[str, Future[bytes | OSError | None]]] = deque()
+    while True:
+        while len(window) < READ_AHEAD and (wanted := next(ahead, None)) is not None:
+            window.append((wanted, pool.submit(_get, location, wanted)))
+        if not window:
+            return
+        key, job = window.popleft()
+        yield key, job.result()
+
+
 def _read_objects(location: Location, name: str, damaged: Damaged | None) -> Iterator[Snapshot]:
     """``_read_directory`` for a store in a bucket: the same files, the same checks."""
     try:
@@ -351,19 +397,16 @@ def _read_objects(location: Location, name: str, damaged: Damaged | None) -> Ite
     except OSError as exc:  # retried already (storage/bucket.py): read as nothing, said once
         logger.warning("cannot list %s: %s", location.shown(name), exc)
         return
-    for file in files:
-        if not file.endswith(".json"):
-            continue
-        try:
-            raw = location.read(f"{name}/{file}")
-        except OSError as exc:
-            logger.warning("cannot read a snapshot: %s", exc)
+    keys = [f"{name}/{file}" for file in files if file.endswith(".json")]
+    for key, raw in _fetched(location, keys):
+        if isinstance(raw, OSError):
+            logger.warning("cannot read a snapshot: %s", raw)
             continue
         if raw is None:
             continue  # listed, then gone
         parsed = check_snapshot_text(raw.decode("utf-8", "replace"))
         if isinstance(parsed, str):
-            problem = f"snapshot file {location.shown(name + '/' + file)} is damaged: {parsed}"
+            problem = f"snapshot file {location.shown(key)} is damaged: {parsed}"
             logger.warning("%s; skipped", problem)
             if damaged is not None:
                 damaged.append(problem)
