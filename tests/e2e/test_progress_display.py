@@ -5,13 +5,9 @@ logs, no display even on a terminal: the progress is logged as JSON lines."""
 from __future__ import annotations
 
 import json
-import os
-import pty
 import re
-import subprocess
-import sys
 
-from tests.support.cli import REPO, crawl_args, scrapy, scrapy_env
+from tests.support.cli import crawl_args, scrapy, scrapy_on_a_terminal
 from tests.support.server import Reply, Server
 
 LINE = re.compile(r"seed prog: (\d+)/30 pages, (\d+) queued, (\d+) errors, (\d+) pages/min")
@@ -57,26 +53,9 @@ def test_off_means_no_progress(server, tmp_path):
 
 def test_live_display_under_a_pseudo_terminal_keeps_log_lines_whole(server, tmp_path):
     slow_site(server)
-    leader, follower = pty.openpty()
-    env = {**scrapy_env(), "TERM": "xterm", "COLUMNS": "160", "LINES": "40"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "scrapy", *args(server, tmp_path)],
-        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=follower,
-    )  # fmt: skip
-    os.close(follower)
-    chunks = []
-    while True:
-        try:
-            data = os.read(leader, 65536)
-        except OSError:  # EIO: the other side closed
-            break
-        if not data:
-            break
-        chunks.append(data)
-    proc.wait(timeout=120)
-    os.close(leader)
-    assert proc.returncode == 0
-    screen = ANSI.sub("", b"".join(chunks).decode("utf-8", "replace")).replace("\r", "\n")
+    code, written = scrapy_on_a_terminal(*args(server, tmp_path))
+    assert code == 0
+    screen = ANSI.sub("", written.decode("utf-8", "replace")).replace("\r", "\n")
     lines = screen.splitlines()
     # The display's rows: the seed, its figures, and the final figures at the end.
     assert any(re.search(r"prog .*\d+/30 pages .*queued .*errors .*pages/min", ln) for ln in lines)
@@ -89,27 +68,10 @@ def test_live_display_under_a_pseudo_terminal_keeps_log_lines_whole(server, tmp_
 
 def test_json_logs_on_a_terminal_draw_no_display_and_log_the_progress(server, tmp_path):
     slow_site(server)
-    leader, follower = pty.openpty()
-    env = {**scrapy_env(), "TERM": "xterm", "COLUMNS": "160", "LINES": "40"}
     extra = ("-s", "TRAVERSE_LOG_FORMAT=json", "-s", "LOGSTATS_INTERVAL=0.5")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "scrapy", *args(server, tmp_path, *extra)],
-        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=follower,
-    )  # fmt: skip
-    os.close(follower)
-    chunks = []
-    while True:
-        try:
-            data = os.read(leader, 65536)
-        except OSError:  # EIO: the other side closed
-            break
-        if not data:
-            break
-        chunks.append(data)
-    proc.wait(timeout=120)
-    os.close(leader)
-    assert proc.returncode == 0
-    screen = b"".join(chunks).decode("utf-8")
+    code, written = scrapy_on_a_terminal(*args(server, tmp_path, *extra))
+    assert code == 0
+    screen = written.decode("utf-8")
     assert "\x1b[" not in screen and "\r\n" in screen  # no escape sequence: nothing drawn
     lines = [json.loads(line) for line in screen.splitlines()]  # every line, or it fails here
     progress = [x["message"] for x in lines if LINE.match(x["message"])]

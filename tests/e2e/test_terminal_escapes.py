@@ -3,15 +3,11 @@ log lines at every level and ``crawlstatus`` show them escaped."""
 
 from __future__ import annotations
 
-import os
-import pty
 import re
-import subprocess
-import sys
 
 import pytest
 
-from tests.support.cli import REPO, crawl_args, scrapy, scrapy_env
+from tests.support.cli import crawl_args, scrapy, scrapy_on_a_terminal
 from tests.support.redisserver import redis_server  # noqa: F401  (fixture)
 from tests.support.server import Reply
 
@@ -54,30 +50,6 @@ TERMINAL_HOSTILE = (
 )
 
 
-def _on_a_terminal(command: list[str]) -> tuple[int, bytes]:
-    """Run ``scrapy COMMAND`` with stderr on a pseudo-terminal; its exit status and
-    every byte it wrote there."""
-    leader, follower = pty.openpty()
-    env = {**scrapy_env(), "TERM": "xterm-256color", "COLUMNS": "200", "LINES": "40"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "scrapy", *command],
-        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=follower,
-    )  # fmt: skip
-    os.close(follower)
-    chunks = []
-    while True:
-        try:
-            data = os.read(leader, 65536)
-        except OSError:  # EIO: the other side closed
-            break
-        if not data:
-            break
-        chunks.append(data)
-    proc.wait(timeout=120)
-    os.close(leader)
-    return proc.returncode, b"".join(chunks)
-
-
 def test_the_live_display_on_a_terminal_shows_a_hostile_seed_as_text(server, tmp_path):
     links = "".join(f'<a href="/p{i}">{i}</a>' for i in range(6))
     pages = {f"/p{i}": Reply(body=f"page {i}", delay=0.3) for i in range(6)}  # about 3 s
@@ -92,7 +64,7 @@ def test_the_live_display_on_a_terminal_shows_a_hostile_seed_as_text(server, tmp
         "crawl", "traverse", *crawl_args(tmp_path, server.origin), "-a", f"seeds={seeds}",
         "-s", "TRAVERSE_MIN_DELAY=0.2", "-s", "LOG_LEVEL=DEBUG",
     ]  # fmt: skip
-    code, written = _on_a_terminal(command)
+    code, written = scrapy_on_a_terminal(*command, term="xterm-256color", columns=200)
     screen = written.decode("utf-8", "replace")
     assert code == 0, screen[-3000:]
     # The display was drawn with the seed's row (rich's own styling escapes are there)...

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pty
 import subprocess
 import sys
 import time
@@ -68,3 +69,27 @@ def child_pid(parent_pid: int, marker: bytes) -> int | None:
         if parent == parent_pid and marker in command:
             return int(entry)
     return None
+
+
+def scrapy_on_a_terminal(*args: str, term: str = "xterm", columns: int = 160) -> tuple[int, bytes]:
+    """Run ``scrapy ARGS`` from the repository root with stderr on a pseudo-terminal
+    (so the live display is drawn): its exit status and every byte it wrote there."""
+    leader, follower = pty.openpty()
+    env = {**scrapy_env(), "TERM": term, "COLUMNS": str(columns), "LINES": "40"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "scrapy", *args],
+        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=follower,
+    )  # fmt: skip
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # EIO: the other side closed
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait(timeout=120)
+    os.close(leader)
+    return proc.returncode, b"".join(chunks)
