@@ -17,6 +17,7 @@ import pytest
 
 from tests.support.cli import REPO, scrapy_env
 from tests.support.server import Server
+from tests.support.tmpfs import mounted_tmpfs
 from traverse_crawl.snapshots.store import FilesystemSnapshotStore
 
 PAGES = 60
@@ -26,17 +27,8 @@ FILLER = "<p>" + "full disk " * 5_000 + "</p>"  # ~50 KB a page, ~100 KB of JSON
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A mounted 1 MiB tmpfs, empty (mounting needs root: CI runs as root)."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode(errors='replace')}")
-    try:
+    with mounted_tmpfs(tmp_path / "disk", "1m") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def crawl(server: Server, store: Path, manifests: Path, *extra: str) -> list[str]:

@@ -4,26 +4,19 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.support.jobdir_helpers import crawl_command, long_site, run
+from tests.support.tmpfs import mounted_tmpfs
 
 
 @pytest.fixture
 def full_filesystem(tmp_path: Path) -> Iterator[Path]:
     """A mounted tmpfs with no byte left (mounting needs root: CI runs as root)."""
-    mount = tmp_path / "full"
-    mount.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], capture_output=True
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode(errors='replace')}")
-    try:
+    with mounted_tmpfs(tmp_path / "full", "64k") as mount:
         fd = os.open(mount / "filler", os.O_WRONLY | os.O_CREAT)
         try:
             while os.write(fd, b"\0" * 4096):
@@ -34,8 +27,6 @@ def full_filesystem(tmp_path: Path) -> Iterator[Path]:
             os.close(fd)
         assert os.statvfs(mount).f_bavail == 0
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 @pytest.mark.parametrize("setting", ["JOBDIR", "TRAVERSE_MANIFEST_DIR", "TRAVERSE_STORE"])
