@@ -319,6 +319,9 @@ FIELDS: dict[str, Field] = {
     "items_dir": Field("TRAVERSE_ITEMS_DIR", ".traverse/items", parse_path),
     "max_items_per_page": Field("TRAVERSE_MAX_ITEMS_PER_PAGE", 1000, parse_positive),
     "extract_timeout": Field("TRAVERSE_EXTRACT_TIMEOUT", 10.0, parse_timeout),
+    # A crawl extracts in a process of its own (extraction/process_main.py); False: in
+    # a thread of the crawl.
+    "extract_process": Field("TRAVERSE_EXTRACT_PROCESS", True, parse_bool),
 }
 DEFAULTS: dict[str, Any] = {field.setting: field.default for field in FIELDS.values()}
 DEFAULTS.update(REDIS_DEFAULTS)  # a distributed crawl's (config/distributed.py)
@@ -371,6 +374,7 @@ class TraverseConfig:
     items_dir: str
     max_items_per_page: int
     extract_timeout: float
+    extract_process: bool
     redis: RedisConfig  # REDIS_URL and the distributed crawl's settings
 
     @classmethod

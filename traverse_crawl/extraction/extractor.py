@@ -1,9 +1,10 @@
 """``Extractor``: the items of one stored page, each value with its evidence (docs/extraction.md).
 
 Pure: a body, its URLs and the compiled rules in, item dicts out. The crawl runs it
-off the reactor thread (``extraction/runner.py``), ``scrapy extract`` runs it over the
-store, and a spider's ``parse_page`` may call it directly. Every page is bounded: at
-most ``max_items_per_page`` items (and values of one ``many`` field), and at most
+off the reactor thread (``extraction/spider_extraction.py``: in the extraction process,
+or a worker thread), ``scrapy extract`` runs it over the store, and a spider's
+``parse_page`` may call it directly. Every page is bounded: at most
+``max_items_per_page`` items (and values of one ``many`` field), and at most
 ``timeout`` seconds, regular expressions included (the ``regex`` module's timeout);
 a page past a bound keeps what fits, or nothing after the timeout, with a warning.
 """

@@ -2,9 +2,11 @@
 file once its seed's manifest is written (docs/extraction.md).
 
 The traverse spider hands every ``html`` snapshot here before it records the page:
-extraction runs in one worker thread, so neither a huge page nor a slow regular
-expression (bounded by ``TRAVERSE_EXTRACT_TIMEOUT``) holds the reactor. The page's
-lines wait in a spool file (``crawl/spool.py``), keyed by page id and ``sourceRef``.
+extraction runs in a process of its own (``extraction/process.py``; with
+``TRAVERSE_EXTRACT_PROCESS = False``, or once that process is gone, in one worker
+thread), so neither a huge page nor a slow regular expression (bounded by
+``TRAVERSE_EXTRACT_TIMEOUT``) holds the reactor. The page's lines wait in a spool
+file (``crawl/spool.py``), keyed by page id and ``sourceRef``.
 When a seed's manifest is written (the ``manifest_written`` signal: once per seed,
 with ``JOBDIR`` and ``REDIS_URL`` too), its items file is written from it, in the
 extraction thread (the reactor goes on meanwhile; the crawl's close waits), in the
@@ -30,7 +32,8 @@ from traverse_crawl.crawl.spool import Spool
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.extraction.extractor import Extraction, Extractor
 from traverse_crawl.extraction.from_store import encode_items, page_key, seed_chunks
-from traverse_crawl.extraction.items import items_path, write_items_file
+from traverse_crawl.extraction.items import ExtractedItem, items_path, write_items_file
+from traverse_crawl.extraction.process import ExtractionProcess
 from traverse_crawl.manifests.read import read_bytes
 from traverse_crawl.signals import manifest_written
 from traverse_crawl.snapshots.model import Snapshot
@@ -72,6 +75,23 @@ class SpiderExtraction:
             open_snapshot_store(config.store, crawler.settings) if config.mode != "live" else None
         )
         self.executor = ThreadPoolExecutor(1, thread_name_prefix="traverse-extract")
+        self.process: ExtractionProcess | None = None
+        self.process_lost_logged = False
+        if config.extract_process and config.extract.raw:
+            # Started with the crawler: its start-up (an interpreter, lxml and the rules,
+            # about 0.1 s) runs beside Scrapy's, on the other core.
+            try:
+                self.process = ExtractionProcess(
+                    asyncio.get_event_loop(),
+                    config.extract,
+                    config.max_items_per_page,
+                    config.extract_timeout,
+                )
+            except OSError as exc:  # no process to be had: every page is extracted here
+                logger.warning(
+                    "extraction: the extraction process did not start (%s); extracting in "
+                    "the crawl process", exc,
+                )  # fmt: skip
         self.spool = Spool(spool_directory(self.directory))
         self.kept: dict[bytes, tuple[int, int] | bytes] = {}
         self.pending: set[asyncio.Future[dict[str, int]]] = set()  # items files being written
@@ -83,18 +103,40 @@ class SpiderExtraction:
     async def extract(
         self, snapshot: Snapshot, page_id: str, page_url: str, source_ref: str, seed_url: str
     ) -> Extraction:
-        """The page's items and warnings, computed in the extraction thread."""
-        job = partial(
-            self.extractor.extract,
-            snapshot["body"],
-            snapshot["url"],
-            page_url=page_url,
-            page_id=page_id,
-            source_ref=source_ref,
-            seed_url=seed_url,
-        )
-        extraction = await asyncio.get_running_loop().run_in_executor(self.executor, job)
-        self._keep(page_id, source_ref, encode_items(extraction))
+        """The page's items and warnings, computed in the extraction process, or in the
+        extraction thread when the process did not extract the page."""
+        extraction: Extraction | None = None
+        process = self.process
+        if process is not None:
+            found = None
+            if process.alive:
+                found = await process.extract(
+                    snapshot["body"], snapshot["url"], page_url, page_id, source_ref, seed_url
+                )
+            if found is not None:
+                lines, items, warnings = found
+                extraction = Extraction([ExtractedItem(item) for item in items], warnings)
+            elif process.lost and not self.process_lost_logged:
+                self.process_lost_logged = True
+                inc(self.crawler.stats, "extraction/process_lost")
+                logger.warning(
+                    "extraction: the extraction process ended before the crawl (exit status "
+                    "%s); the pages left are extracted in the crawl process",
+                    process.proc.wait(),  # it has closed its end: it is gone, or going
+                )
+        if extraction is None:
+            job = partial(
+                self.extractor.extract,
+                snapshot["body"],
+                snapshot["url"],
+                page_url=page_url,
+                page_id=page_id,
+                source_ref=source_ref,
+                seed_url=seed_url,
+            )
+            extraction = await asyncio.get_running_loop().run_in_executor(self.executor, job)
+            lines = encode_items(extraction)
+        self._keep(page_id, source_ref, lines)
         stats = self.crawler.stats
         inc(stats, "extraction/pages")
         if extraction.items:
@@ -212,5 +254,13 @@ class SpiderExtraction:
 
     async def on_engine_stopped(self) -> None:
         await self.drain()
+        process, self.process = self.process, None
+        if process is not None:
+            process.close()  # every page's answer is in: the crawl awaited each one
+            cpu = process.reap()
+            if cpu is not None:
+                logger.info(
+                    "extraction process: %d page(s) extracted, %.2f s of CPU", process.asked, cpu
+                )
         self.executor.shutdown(wait=False, cancel_futures=True)
         self.spool.close()

@@ -1,9 +1,10 @@
 """The crawl's end of a child process fed frames on its stdin, answering in frames.
 
-Shared by the capture's snapshot writer (``snapshots/writer.py``) and replay's reader
-(``replay/reader.py``); the frames are ``snapshots/writer_process.py``'s. Neither
-direction blocks the crawl's event loop (anything with asyncio's
-``add_reader``/``add_writer``): what the child's stdin has no room for waits in memory.
+Shared by the capture's snapshot writer (``snapshots/writer.py``), replay's reader
+(``replay/reader.py``) and the extraction process (``extraction/process.py``); the frames
+are ``snapshots/writer_process.py``'s. Neither direction blocks the crawl's event loop
+(anything with asyncio's ``add_reader``/``add_writer``): what the child's stdin has no
+room for waits in memory.
 """
 
 from __future__ import annotations

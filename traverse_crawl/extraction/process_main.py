@@ -1,0 +1,70 @@
+"""The extraction process: a crawl's pages extracted beside it (docs/extraction.md).
+
+A process, not a thread: extraction is CPU work that holds the GIL for all but
+lxml's parse (about 0.55 ms of a capture's 1.5 ms of crawl CPU per page on the bench
+site), and in a thread of the crawl it ran turn about with the reactor, so a crawl
+with extraction ran at half the pages/s. Here it runs on another core. The items come
+from the same ``Extractor``, compiled again from the extraction file's bytes, so an
+items file is the same whichever process extracted its pages.
+
+The protocol (the frames of ``snapshots/writer_process.py``): on stdin first
+``{"raw": the extraction file's bytes, "source": its path, "max_items": int,
+"timeout": float}``, then one ``(body, final URL, page URL, page id, sourceRef, seed
+URL)`` per page. On stdout one frame per page, in order: ``(lines, items, warnings)``
+(the page's lines of the items file, its items as plain dicts, its page warnings),
+or ``None`` for a page whose extraction raised (the crawl extracts that page itself,
+and so reports what it finds). If the rules cannot be compiled the process exits at
+once; at EOF on stdin it exits. Imports only the standard library and the extraction
+modules (lxml, regex).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+from typing import Any
+
+from traverse_crawl.extraction.extractor import Extractor
+from traverse_crawl.extraction.from_store import encode_items
+from traverse_crawl.extraction.rules import rules_from_bytes
+from traverse_crawl.snapshots.writer_process import Frames, next_batch, send
+
+Answer = tuple[bytes, list[dict[str, Any]], list[str]]
+
+
+def answer(extractor: Extractor, page: tuple[Any, ...]) -> Answer:
+    body, final_url, page_url, page_id, source_ref, seed_url = page
+    extraction = extractor.extract(
+        body,
+        final_url,
+        page_url=page_url,
+        page_id=page_id,
+        source_ref=source_ref,
+        seed_url=seed_url,
+    )
+    # marshal takes exact builtins: each ExtractedItem (a dict subclass) as a dict.
+    return encode_items(extraction), [dict(item) for item in extraction.items], extraction.warnings
+
+
+def main() -> None:
+    # A Ctrl-C reaches the whole process group; the crawl decides when it is done.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    logging.disable(logging.CRITICAL)  # warnings go back in the answers
+    frames = Frames(0)
+    config = next_batch(frames, 1)
+    if not config:
+        return
+    try:
+        rules = rules_from_bytes(config[0]["raw"], config[0]["source"])
+    except Exception:  # the crawl compiled the same bytes: it extracts every page itself
+        return
+    extractor = Extractor(rules, config[0]["max_items"], config[0]["timeout"])
+    while batch := next_batch(frames, 64):
+        for page in batch:
+            try:
+                found: Any = answer(extractor, page)
+            except Exception:
+                found = None
+            if not send(1, found):
+                return
