@@ -55,10 +55,16 @@ ROWS = [
         {"REDIS_URL": "{redis}", "TRAVERSE_CRAWL_ID": "features-{id}"},
         needs="redis-server",
     ),
+    # The extraction bench's rules (bench/extract.toml: 8 fields, one of them many).
+    Row(
+        "capture + extraction",
+        "capture",
+        {
+            "TRAVERSE_EXTRACT": str(REPO / "bench" / "extract.toml"),
+            "TRAVERSE_ITEMS_DIR": f"{RUN_DIR}/items",
+        },
+    ),
 ]
-# Extraction gets its row from whichever TRAVERSE_EXTRACT* setting the checkout
-# documents, with the value given by --feature (its meaning is the feature's own).
-EXTRACTION = re.compile(r"^\| `(TRAVERSE_EXTRACT\w*)`", re.M)
 
 
 def documented(checkout: Path) -> set[str]:
@@ -105,7 +111,8 @@ def sitemap(root: Path, pages: int) -> None:
 # after the warm-up (live, capture, replay, ...), so load drift hits all alike; each
 # capture writes a fresh store and replay reads the latest capture's. The figure is
 # the median CPU per page: user + system time of the crawl process and the children
-# it waited for (the snapshot writer, the WARC writer, the replay reader), start-up
+# it waited for (the snapshot writer, the WARC writer, the replay reader, the
+# extraction process), start-up
 # included, over the pages recorded; beside it its ratio to live, pages/s (crawl
 # time) and peak RSS. With --baseline DIR every row is run with that checkout too,
 # interleaved, and the table shows both. A smoke check: --pages 200 --runs 1
@@ -117,14 +124,6 @@ def run(bench: Bench) -> dict[str, Any]:
     if args.baseline is not None:
         sides["baseline"] = args.baseline
     known = {side: documented(path or REPO) for side, path in sides.items()}
-    extraction = EXTRACTION.findall((REPO / "docs" / "settings.md").read_text(encoding="utf-8"))
-    if not any(r.label.startswith("extraction") for r in rows):
-        print(
-            f"  extraction: documented settings {extraction}, pass --feature "
-            "'extraction:live:NAME=VALUE' to measure it"
-            if extraction
-            else "  extraction: no TRAVERSE_EXTRACT* setting documented, skipped"
-        )
     redis = None
     plan: list[tuple[Row, str]] = []
     for row in rows:
