@@ -8,6 +8,8 @@ What it measures and how: the comment above ``run``. Needs moto's server mode
 
 from __future__ import annotations
 
+import os
+import resource
 import socket
 import statistics
 import subprocess
@@ -22,6 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from bench.capture import writer_cpu_ms_per_page  # noqa: E402
 from bench.run import Bench, line, summary  # noqa: E402
 from traverse_crawl.snapshots.bucket_writer import IN_FLIGHT  # noqa: E402
 from traverse_crawl.storage.bucket import BucketConfig, make_client  # noqa: E402
@@ -53,25 +56,36 @@ class MotoServer:
                     raise SystemExit("objectstore: moto server did not start") from None
                 time.sleep(0.05)
 
+    def cpu_s(self) -> float:
+        """The server's CPU seconds so far (user + system, all its threads)."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> None:
         self.proc.kill()
         self.proc.wait()
 
 
-def _bare_put(config: BucketConfig, objects: dict[str, bytes], prefix: str) -> float:
+def _own_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _bare_put(config: BucketConfig, objects: dict[str, bytes], prefix: str) -> tuple[float, float]:
     """Seconds to PUT ``objects`` under ``prefix`` with a plain botocore client and as
-    many in flight as the capture's writer keeps (``IN_FLIGHT``)."""
+    many in flight as the capture's writer keeps (``IN_FLIGHT``), and the client's CPU
+    seconds meanwhile."""
     client = make_client(config)
     client.put_object(Bucket=BUCKET, Key=prefix + "warm", Body=b"")  # connect first
     with ThreadPoolExecutor(IN_FLIGHT) as pool:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), _own_cpu_s()
         list(
             pool.map(
                 lambda item: client.put_object(Bucket=BUCKET, Key=prefix + item[0], Body=item[1]),
                 objects.items(),
             )
         )
-        return time.perf_counter() - start
+        return time.perf_counter() - start, _own_cpu_s() - cpu
 
 
 def _objects(config: BucketConfig, prefix: str) -> dict[str, bytes]:
@@ -90,6 +104,10 @@ def _objects(config: BucketConfig, prefix: str) -> dict[str, bytes]:
 # in flight) to another prefix; runs alternate, so load drift hits both alike. Reported:
 # median capture pages/s (Scrapy's elapsed_time_seconds), median bare objects/s, their
 # ratio and the per-pair ratios. Every capture is checked to have stored every page.
+# The profile beside it, in CPU ms per object (medians): during the capture, moto's
+# server, the snapshot writer process (its own log line) and the rest of the crawl
+# process; during the bare PUTs, moto's server and the client. Two cores run all of it:
+# whatever the capture spends beyond the bare client's share is taken from moto.
 def run(bench: Bench) -> dict[str, Any]:
     args = bench.args
     pages = bench.site.pages
@@ -105,17 +123,33 @@ def run(bench: Bench) -> dict[str, Any]:
         print(f"\n== capture into a bucket against a bare client: {pages} pages, "
               f"{args.runs} runs ==")  # fmt: skip
         captures, bare_rates, pairs = [], [], []
+        profile: dict[str, list[float]] = {
+            "capture_moto": [], "capture_writer": [], "capture_crawl": [],
+            "bare_moto": [], "bare_client": [],
+        }  # fmt: skip
         for i in range(args.warmup + args.runs):
             prefix = f"run-{i}/"
             extra = [f"TRAVERSE_STORE=s3://{BUCKET}/{prefix.rstrip('/')}", *aws]
+            moto_before = moto.cpu_s()
             capture = bench.traverse(f"bucket-capture-{i}", mode="capture", extra=extra)
+            moto_capture = moto.cpu_s() - moto_before
             bench.check(capture, pages)
             stored = int(capture.stats.get("snapshot/stored", 0))
             if stored != pages:
                 print(f"  !! {capture.label}: {stored} snapshots stored for {pages} pages")
             objects = _objects(config, prefix)
-            seconds = _bare_put(config, objects, f"bare-{i}/")
+            moto_before = moto.cpu_s()
+            seconds, client_cpu = _bare_put(config, objects, f"bare-{i}/")
+            moto_bare = moto.cpu_s() - moto_before
             rate = len(objects) / seconds if seconds else 0.0
+            if i >= args.warmup and objects:
+                each = 1000 / len(objects)
+                writer = (writer_cpu_ms_per_page([capture], pages) or 0.0) * pages / len(objects)
+                profile["capture_moto"].append(moto_capture * each)
+                profile["capture_writer"].append(writer)
+                profile["capture_crawl"].append(capture.cpu_s * each - writer)
+                profile["bare_moto"].append(moto_bare * each)
+                profile["bare_client"].append(client_cpu * each)
             print(f"  run {i}: capture {capture.pages_per_s:.1f} pages/s, "
                   f"bare client {rate:.1f} objects/s")  # fmt: skip
             if i >= args.warmup:
@@ -135,4 +169,14 @@ def run(bench: Bench) -> dict[str, Any]:
     out["pass"] = out["ratio"] >= TARGET_BUCKET_RATIO
     print(f"  bare client: {bare:.1f} objects/s; ratio {out['ratio']:.3f} "
           f"(target >= {TARGET_BUCKET_RATIO}) pairs {out['pair_ratios']}")  # fmt: skip
+    out["cpu_ms_per_object"] = {
+        name: round(statistics.median(values), 2) for name, values in profile.items() if values
+    }
+    cpu = out["cpu_ms_per_object"]
+    if cpu:
+        print(
+            f"  CPU ms per object: capture: moto {cpu['capture_moto']:.2f}, writer "
+            f"{cpu['capture_writer']:.2f}, crawl {cpu['capture_crawl']:.2f}; bare: moto "
+            f"{cpu['bare_moto']:.2f}, client {cpu['bare_client']:.2f}"
+        )
     return out
