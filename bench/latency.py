@@ -8,10 +8,14 @@ What it measures and how: the comment above ``run``.
 from __future__ import annotations
 
 import bisect
+import collections
 import contextlib
+import heapq
 import json
 import os
+import re
 import statistics
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -103,6 +107,41 @@ def _probe(bench: Bench, path: Path, name: str) -> Iterator[None]:
             os.environ["PYTHONPATH"] = old_path
 
 
+_HREF = re.compile(rb'href="([^"]*)"|href=\'([^\']*)\'')
+
+
+def ideal_crawl_s(root: Path, pages: int, delay: float, slots: int) -> float:
+    """The crawl time of a crawler whose own work costs nothing, on the bench site's
+    real link graph: robots.txt first, then the seed, then every page in BFS order as
+    soon as a place is free and a page already fetched has linked to it (at most
+    ``pages`` admitted). What the bound leaves out: the first exchanges, when fewer
+    pages are known than there are places, and the last ones, when fewer are left."""
+    base = "http://site"
+    known = {p.relative_to(root).as_posix() for p in root.rglob("*.html")}
+
+    def links(path: str) -> list[str]:
+        found = []
+        for match in _HREF.finditer((root / path).read_bytes()):
+            href = (match.group(1) or match.group(2) or b"").decode()
+            url = urllib.parse.urljoin(f"{base}/{path}", href).split("#", 1)[0]
+            if url.startswith(base + "/") and url[len(base) + 1 :] in known:
+                found.append(url[len(base) + 1 :])
+        return found
+
+    now = delay  # robots.txt, before the seed
+    queue, seen = collections.deque(["index.html"]), {"index.html"}
+    flying: list[tuple[float, str]] = []
+    while queue or flying:
+        while queue and len(flying) < slots:
+            heapq.heappush(flying, (now + delay, queue.popleft()))
+        now, path = heapq.heappop(flying)
+        for link in links(path):
+            if link not in seen and len(seen) < pages:
+                seen.add(link)
+                queue.append(link)
+    return now
+
+
 # Every response of the bench site comes ``DELAY`` (50 ms) late: nginx's echo
 # module (``echo_sleep``, a timer in nginx's event loop, so no worker is held)
 # waits, then hands the request to the static file handler (``echo_exec``). With
@@ -121,7 +160,9 @@ def _probe(bench: Bench, path: Path, name: str) -> Iterator[None]:
 #   that the k-th response end made room for; the median of ``start[k+N] - end[k]``
 #   is how long a freed slot stays empty (the client's per-response work, and any
 #   wait for the scheduler to have a request);
-# - *under-filled*: the share of the server span with fewer than N in flight.
+# - *under-filled*: the share of the server span with fewer than N in flight;
+# - *a crawler that costs nothing* (``ideal_crawl_s``): the best any BFS crawler can
+#   do on this site's link graph, printed beside the bound with traverse's share of it.
 def run(bench: Bench) -> dict[str, Any]:
     from bench.run import line, summary
 
@@ -183,6 +224,16 @@ def run(bench: Bench) -> dict[str, Any]:
             f"{1000 * (s['crawl_s'] - bound) / pages:.2f} ms; medians: {med}"
         )
     ok = "traverse" in out and out["traverse"]["ratio"] >= TARGET  # LATENCY_CRAWLERS=plain: no
+    ideal = ideal_crawl_s(bench.site.root, pages, DELAY, CONCURRENCY)
+    out["ideal_crawl_s"] = round(ideal, 3)
+    print(
+        f"  a crawler that costs nothing: {ideal:.3f} s = {bound / ideal:.3f} of the bound"
+        + (
+            f"; traverse takes {ideal / out['traverse']['summary']['crawl_s']:.3f} of its pages/s"
+            if "traverse" in out and out["traverse"]["summary"]["crawl_s"]
+            else ""
+        )
+    )
     out["target"] = {"ratio_min": TARGET, "ok": ok}
     out["runs"] = [r.to_dict() for name in runs for r in runs[name]]
     print(f" target: traverse >= {TARGET} of the bound: {'PASS' if ok else 'FAIL'}")
