@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import os
-import time
 
 from traverse_crawl.extraction.process_main import Answer
 from traverse_crawl.extraction.rules import Rules
@@ -66,24 +64,6 @@ class ExtractionProcess(FramedChild):
         if not self.ended:
             self._stop_watching()
             self._release()
-
-    def reap(self, timeout: float = 5.0) -> float | None:
-        """Wait for the closed child's exit (killed after ``timeout``); its CPU seconds."""
-        deadline = time.monotonic() + timeout
-        try:
-            while True:
-                pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
-                if pid:
-                    break
-                if time.monotonic() > deadline:  # a page past every bound: let it go
-                    self.proc.kill()
-                    pid, status, usage = os.wait4(self.proc.pid, 0)
-                    break
-                time.sleep(0.005)
-        except ChildProcessError:  # reaped already
-            return None
-        self.proc.returncode = os.waitstatus_to_exitcode(status)
-        return usage.ru_utime + usage.ru_stime
 
     def _readable(self) -> None:
         for found in self._frames():

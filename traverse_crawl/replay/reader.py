@@ -10,8 +10,6 @@ store itself: a lost reader costs speed, never a page.
 from __future__ import annotations
 
 import collections
-import os
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -67,24 +65,6 @@ class ReplayReader(FramedChild):
         """EOF to the child, which exits; what it had not answered is lost."""
         if not self.ended:
             self._end(wait=False)
-
-    def reap(self, timeout: float = 5.0) -> float | None:
-        """Wait for the closed child's exit (killed after ``timeout``); its CPU seconds."""
-        deadline = time.monotonic() + timeout
-        try:
-            while True:
-                pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
-                if pid:
-                    break
-                if time.monotonic() > deadline:  # stuck in a read of a hung file system
-                    self.proc.kill()
-                    pid, status, usage = os.wait4(self.proc.pid, 0)
-                    break
-                time.sleep(0.005)
-        except ChildProcessError:  # reaped already (``_end`` after its EOF)
-            return None
-        self.proc.returncode = os.waitstatus_to_exitcode(status)
-        return usage.ru_utime + usage.ru_stime
 
     def _readable(self) -> None:
         for found in self._frames():

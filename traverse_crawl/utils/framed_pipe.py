@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import os
 import sys
+import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -59,6 +60,26 @@ class FramedChild:
 
     def _readable(self) -> None:
         raise NotImplementedError
+
+    def reap(self, timeout: float = 5.0) -> float | None:
+        """Wait for the closed child's exit, killed after ``timeout`` (stuck in a read of a
+        hung file system, or in a page past every bound); its CPU seconds, or None if it
+        was reaped already (after its EOF)."""
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
+                if pid:
+                    break
+                if time.monotonic() > deadline:
+                    self.proc.kill()
+                    pid, status, usage = os.wait4(self.proc.pid, 0)
+                    break
+                time.sleep(0.005)
+        except ChildProcessError:
+            return None
+        self.proc.returncode = os.waitstatus_to_exitcode(status)
+        return usage.ru_utime + usage.ru_stime
 
     def _send(self, obj: Any) -> None:
         self.backlog.append(memoryview(frame(obj)))

@@ -12,45 +12,28 @@ from __future__ import annotations
 import json
 import logging
 import os
-import signal
+import subprocess
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest_twisted
-from scrapy import signals
-from scrapy.crawler import Crawler
 
 from tests.component.extraction.test_product_site import extract_settings
 from tests.support import product_site
+from tests.support.child_watch import ChildWatch
 
 WATCH = "tests.component.extraction.test_extraction_process.ProcessWatch"
 
 
-class ProcessWatch:
+class ProcessWatch(ChildWatch):
     """Notes the extraction process's pid at each response; kills it at ``kill_at``."""
 
     pids: ClassVar[list[int]] = []
-    kill_at: ClassVar[int | None] = None
 
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-        self.responses = 0
-        crawler.signals.connect(self.response, signal=signals.response_received)
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> ProcessWatch:
-        return cls(crawler)
-
-    def response(self, **_: Any) -> None:
-        self.responses += 1
+    def child(self) -> subprocess.Popen[bytes] | None:
         spider: Any = self.crawler.spider
         process = spider.extraction.process
-        if process is None:
-            return
-        if process.proc.pid not in self.pids:
-            self.pids.append(process.proc.pid)
-        if self.responses == self.kill_at:
-            os.kill(process.proc.pid, signal.SIGKILL)
+        return None if process is None else process.proc
 
 
 def replay_settings(tmp_path: Path, name: str, in_process: bool) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-import signal
+import subprocess
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -23,6 +23,7 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 
 from tests.component.replay.test_offline_replay import site
+from tests.support.child_watch import ChildWatch
 from tests.support.server import Server
 from traverse_crawl.fetch.urls import page_id
 from traverse_crawl.replay import middleware as replay_module
@@ -39,30 +40,14 @@ def replay_middleware(crawler: Crawler) -> ReplayMiddleware:
     return found[0]
 
 
-class ReaderWatch:
+class ReaderWatch(ChildWatch):
     """Notes the reader's pid at each response; with ``kill_at``, kills it at that response."""
 
     pids: ClassVar[list[int]] = []
-    kill_at: ClassVar[int | None] = None
 
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-        self.responses = 0
-        crawler.signals.connect(self.response, signal=signals.response_received)
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> ReaderWatch:
-        return cls(crawler)
-
-    def response(self, **_: Any) -> None:
-        self.responses += 1
+    def child(self) -> subprocess.Popen[bytes] | None:
         reader = replay_middleware(self.crawler).reader
-        if reader is None:
-            return
-        if reader.proc.pid not in self.pids:
-            self.pids.append(reader.proc.pid)
-        if self.responses == self.kill_at:
-            os.kill(reader.proc.pid, signal.SIGKILL)
+        return None if reader is None else reader.proc
 
 
 def watched(reader: bool, **more: Any) -> dict[str, Any]:
