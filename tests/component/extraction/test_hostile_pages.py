@@ -1,6 +1,8 @@
 """A hostile page never stalls the crawl: thousands of matches are cut at
 TRAVERSE_MAX_ITEMS_PER_PAGE, and a catastrophic regular expression is stopped by
-TRAVERSE_EXTRACT_TIMEOUT while the reactor goes on; each with a page warning."""
+TRAVERSE_EXTRACT_TIMEOUT while the reactor goes on; each with a page warning. Where a
+page is extracted (the extraction process, or the crawl's thread with
+TRAVERSE_EXTRACT_PROCESS = False) changes none of it."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import pytest_twisted
 from twisted.internet.defer import Deferred
 
@@ -34,17 +37,47 @@ def settings(tmp_path: Path, **more: Any) -> dict[str, Any]:
     }
 
 
+class ReactorTicks:
+    """Ticks every 20 ms on the crawl's event loop; ``gaps`` between ticks, until ``stop``."""
+
+    def __init__(self) -> None:
+        self.gaps: list[float] = []
+        self.running = True
+        self.task = asyncio.ensure_future(self._tick())
+
+    async def _tick(self) -> None:
+        last = time.monotonic()
+        while self.running:
+            await asyncio.sleep(0.02)
+            now = time.monotonic()
+            self.gaps.append(now - last)
+            last = now
+
+    async def stop(self) -> None:
+        self.running = False
+        await Deferred.fromFuture(self.task)
+
+
+WHERE = pytest.mark.parametrize("in_process", [True, False], ids=["process", "thread"])
+
+
 def warnings_of(manifest: dict[str, Any], path: str) -> list[str]:
     (page,) = [p for p in manifest["pages"] if p["url"].endswith(path)]
     return list(page["fetch"].get("warnings", []))
 
 
+@WHERE
 @pytest_twisted.ensureDeferred
-async def test_thousands_of_matches_are_cut_with_a_page_warning(server, crawl, tmp_path):
+async def test_thousands_of_matches_are_cut_with_a_page_warning(
+    server, crawl, tmp_path, in_process
+):
     server.site({"/": '<a href="/many">m</a><ul><li>a</li></ul>',
                  "/many": "<ul>" + "<li>aa</li>" * 5000 + "</ul>"})  # fmt: skip
     result = await crawl(
-        settings=settings(tmp_path, TRAVERSE_MAX_ITEMS_PER_PAGE=100), url=server.url("/")
+        settings=settings(
+            tmp_path, TRAVERSE_MAX_ITEMS_PER_PAGE=100, TRAVERSE_EXTRACT_PROCESS=in_process
+        ),
+        url=server.url("/"),
     )
     assert warnings_of(result.manifest, "/many") == [
         "extraction: more than 100 items on this page; the first 100 were kept "
@@ -55,38 +88,32 @@ async def test_thousands_of_matches_are_cut_with_a_page_warning(server, crawl, t
     assert [i["fields"] for i in items] == [{"text": "a"}] + [{"text": "aa"}] * 100
 
 
+@WHERE
 @pytest_twisted.ensureDeferred
-async def test_a_catastrophic_regex_is_stopped_and_the_reactor_goes_on(server, crawl, tmp_path):
+async def test_a_catastrophic_regex_is_stopped_and_the_reactor_goes_on(
+    server, crawl, tmp_path, in_process
+):
     hostile = "<ul><li>" + "a" * 60 + "b</li></ul>"  # (a|aa)+$ backtracks ~fib(60) times
     server.site({"/": '<a href="/hostile">h</a><a href="/fine">f</a>',
                  "/hostile": hostile, "/fine": "<ul><li>aaa</li></ul>"})  # fmt: skip
-    gaps: list[float] = []
-    running = True
-
-    async def tick() -> None:
-        last = time.monotonic()
-        while running:
-            await asyncio.sleep(0.02)
-            now = time.monotonic()
-            gaps.append(now - last)
-            last = now
-
-    ticker = asyncio.ensure_future(tick())
+    ticks = ReactorTicks()
     started = time.monotonic()
     try:
         result = await crawl(
-            settings=settings(tmp_path, TRAVERSE_EXTRACT_TIMEOUT=1), url=server.url("/")
+            settings=settings(
+                tmp_path, TRAVERSE_EXTRACT_TIMEOUT=1, TRAVERSE_EXTRACT_PROCESS=in_process
+            ),
+            url=server.url("/"),
         )
     finally:
-        running = False
-        await Deferred.fromFuture(ticker)
+        await ticks.stop()
     assert time.monotonic() - started < 30
     assert warnings_of(result.manifest, "/hostile") == [
         "extraction stopped after 1 s (TRAVERSE_EXTRACT_TIMEOUT); no items from this page"
     ]
     assert result.stats["extraction/page_warnings"] == 1
-    # The reactor kept turning while the regular expression ran in the extraction thread.
-    assert max(gaps) < 0.5, max(gaps)
+    # The reactor kept turning while the regular expression ran.
+    assert max(ticks.gaps) < 0.5, max(ticks.gaps)
     (path,) = (tmp_path / "items").glob("*.jsonl")
     items = [json.loads(line) for line in path.read_bytes().splitlines()]
     assert [(i["url"], i["fields"]) for i in items] == [(server.url("/fine"), {"text": "aaa"})]
@@ -97,32 +124,22 @@ async def test_an_items_file_written_while_a_hostile_page_is_extracted_does_not_
     server, crawl, tmp_path
 ):
     # The "text" seed's manifest is written (its page is plain text: nothing to extract)
-    # while the extraction thread is busy with the "hostile" seed's page for seconds:
+    # while the extraction thread is busy with the "hostile" seed's page for seconds
+    # (TRAVERSE_EXTRACT_PROCESS = False: with the process, the thread is free for it):
     # its items file waits for the thread, and the reactor goes on meanwhile.
     hostile = "<ul><li>" + "a" * 60 + "b</li></ul>"
     server.site({"/hostile": hostile,
                  "/text": Reply(body="plain", content_type="text/plain", delay=0.3)})  # fmt: skip
     seeds = tmp_path / "seeds.txt"
     seeds.write_text(f"hostile\t{server.url('/hostile')}\ntext\t{server.url('/text')}\n")
-    gaps: list[float] = []
-    running = True
-
-    async def tick() -> None:
-        last = time.monotonic()
-        while running:
-            await asyncio.sleep(0.02)
-            now = time.monotonic()
-            gaps.append(now - last)
-            last = now
-
-    ticker = asyncio.ensure_future(tick())
+    ticks = ReactorTicks()
     try:
         result = await crawl(
-            settings=settings(tmp_path, TRAVERSE_EXTRACT_TIMEOUT=3), seeds=str(seeds)
+            settings=settings(tmp_path, TRAVERSE_EXTRACT_TIMEOUT=3, TRAVERSE_EXTRACT_PROCESS=False),
+            seeds=str(seeds),
         )
     finally:
-        running = False
-        await Deferred.fromFuture(ticker)
+        await ticks.stop()
     by_id = {m["seed"]["id"]: m for m in result.manifests()}
     assert warnings_of(by_id["hostile"], "/hostile") == [
         "extraction stopped after 3 s (TRAVERSE_EXTRACT_TIMEOUT); no items from this page"
@@ -131,4 +148,4 @@ async def test_an_items_file_written_while_a_hostile_page_is_extracted_does_not_
     assert result.stats["extraction/items_files"] == 2
     assert "extraction/items_file_error" not in result.stats
     # The reactor kept turning while the text seed's items file waited for the thread.
-    assert max(gaps) < 0.5, max(gaps)
+    assert max(ticks.gaps) < 0.5, max(ticks.gaps)
