@@ -256,6 +256,27 @@ def test_a_bad_setting_in_a_users_own_project_is_exit_2_naming_it(server, tmp_pa
     assert server.hits == []
 
 
+def test_a_users_own_spider_whose_snapshot_store_is_gone_mid_crawl_is_exit_1(server, tmp_path):
+    # Scrapy's own crawl command, the add-on's components: a lost snapshot sets the
+    # process's failure flag, which Scrapy turns into exit 1.
+    site(server)
+    server.routes["/b"] = _replace_by_a_file(tmp_path / "store")
+    root = make_project(tmp_path / "project")
+    spider = USER_SPIDER + "        yield from response.follow_all(css='a')\n"
+    (root / "shop" / "spiders" / "plain.py").write_text(spider, encoding="utf-8")
+    run = subprocess.run(
+        [sys.executable, "-m", "scrapy", "crawl", "plain", "-a", f"url={server.url('/')}",
+         *crawl_args(tmp_path, server.origin), "-s", "RETRY_TIMES=0",
+         "-s", "LOGSTATS_INTERVAL=0"],
+        cwd=root, env=scrapy_env(), capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert run.returncode == 1, run.stderr[-3000:]
+    assert "write failed (Not a directory" in run.stderr, run.stderr[-3000:]
+    assert "1 result(s) could not be written for good: exit status 1" in run.stderr
+    assert "'traverse/lost': 1" in run.stderr and "'snapshot/store_failed': 1" in run.stderr
+    assert {h.path for h in server.hits} >= {"/", "/a", "/b"}  # the crawl went on
+
+
 def test_the_stats_file_is_written_after_a_graceful_stop(server, tmp_path):
     links = "".join(f'<a href="/p{i}">{i}</a>' for i in range(5))
     server.site({"/": links, **{f"/p{i}": f"page {i}" for i in range(5)}})
