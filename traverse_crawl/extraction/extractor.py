@@ -44,6 +44,14 @@ class Extraction:
     warnings: list[str] = field(default_factory=list)
 
 
+def timeout_warning(timeout: float) -> str:
+    """The page warning of a page whose extraction took more than ``timeout`` seconds."""
+    return (
+        f"extraction stopped after {timeout:g} s (TRAVERSE_EXTRACT_TIMEOUT); "
+        "no items from this page"
+    )
+
+
 def _parser() -> etree.HTMLParser:
     # One per thread (an lxml parser must not be shared between threads); comments
     # are kept, as parsel keeps them, so selectors see the page parsel would.
@@ -153,10 +161,7 @@ class Extractor:
                           seed_url, deadline, out)  # fmt: skip
         except (ExtractionTimeout, TimeoutError):
             out.items.clear()
-            out.warnings.append(
-                f"extraction stopped after {self.timeout:g} s (TRAVERSE_EXTRACT_TIMEOUT); "
-                "no items from this page"
-            )
+            out.warnings.append(timeout_warning(self.timeout))
         return out
 
     def _extract(

@@ -30,10 +30,11 @@ from scrapy.crawler import Crawler
 from traverse_crawl.config.settings import TraverseConfig
 from traverse_crawl.crawl.spool import Spool
 from traverse_crawl.errors import ConfigError
-from traverse_crawl.extraction.extractor import Extraction, Extractor
+from traverse_crawl.extraction.extractor import Extraction, Extractor, timeout_warning
 from traverse_crawl.extraction.from_store import encode_items, page_key, seed_chunks
 from traverse_crawl.extraction.items import ExtractedItem, items_path, write_items_file
-from traverse_crawl.extraction.process import ExtractionProcess
+from traverse_crawl.extraction.process import OVERDUE, ExtractionProcess
+from traverse_crawl.extraction.process_main import Answer
 from traverse_crawl.manifests.read import read_bytes
 from traverse_crawl.signals import manifest_written
 from traverse_crawl.snapshots.model import Snapshot
@@ -75,23 +76,14 @@ class SpiderExtraction:
             open_snapshot_store(config.store, crawler.settings) if config.mode != "live" else None
         )
         self.executor = ThreadPoolExecutor(1, thread_name_prefix="traverse-extract")
+        self.config = config
         self.process: ExtractionProcess | None = None
+        self.retired: list[ExtractionProcess] = []  # killed for a page past the bound
         self.process_lost_logged = False
         if config.extract_process and config.extract.raw:
             # Started with the crawler: its start-up (an interpreter, lxml and the rules,
             # about 0.1 s) runs beside Scrapy's, on the other core.
-            try:
-                self.process = ExtractionProcess(
-                    asyncio.get_event_loop(),
-                    config.extract,
-                    config.max_items_per_page,
-                    config.extract_timeout,
-                )
-            except OSError as exc:  # no process to be had: every page is extracted here
-                logger.warning(
-                    "extraction: the extraction process did not start (%s); extracting in "
-                    "the crawl process", exc,
-                )  # fmt: skip
+            self._start_process()
         self.spool = Spool(spool_directory(self.directory))
         self.kept: dict[bytes, tuple[int, int] | bytes] = {}
         self.pending: set[asyncio.Future[dict[str, int]]] = set()  # items files being written
@@ -99,6 +91,53 @@ class SpiderExtraction:
         crawler.signals.connect(self.on_spider_closed, signal=signals.spider_closed)
         # After spider_closed, whose handlers write the manifests of seeds left open.
         crawler.signals.connect(self.on_engine_stopped, signal=signals.engine_stopped)
+
+    def _start_process(self) -> None:
+        config = self.config
+        assert config.extract is not None
+        # The hard bound on one page (extraction/process.py): after the timeout that the
+        # extraction checks itself, with room for it to do so.
+        timeout = config.extract_timeout
+        try:
+            self.process = ExtractionProcess(
+                asyncio.get_event_loop(),
+                config.extract,
+                config.max_items_per_page,
+                timeout,
+                overdue_after=timeout + max(1.0, timeout / 2),
+                on_overdue=self._replace_process,
+            )
+        except OSError as exc:  # no process to be had: every page is extracted here
+            self.process = None
+            logger.warning(
+                "extraction: the extraction process did not start (%s); extracting in "
+                "the crawl process", exc,
+            )  # fmt: skip
+
+    def _replace_process(self) -> None:
+        """The process was killed for a page past the hard bound: another takes the
+        pages after it."""
+        if self.process is not None:
+            self.retired.append(self.process)
+        inc(self.crawler.stats, "extraction/process_restarts")
+        self._start_process()
+
+    async def _in_process(
+        self, snapshot: Snapshot, page_id: str, page_url: str, source_ref: str, seed_url: str
+    ) -> Answer | str | None:
+        """The extraction process's answer, ``OVERDUE``, or None: extract it here."""
+        found: Answer | str | None = None
+        for _attempt in range(3):
+            process = self.process
+            if process is None or not process.alive:
+                break
+            found = await process.extract(
+                snapshot["body"], snapshot["url"], page_url, page_id, source_ref, seed_url
+            )
+            # Killed for another page past the bound: this one goes to its replacement.
+            if found is not None or not process.overdue:
+                break
+        return found
 
     async def extract(
         self, snapshot: Snapshot, page_id: str, page_url: str, source_ref: str, seed_url: str
@@ -108,12 +147,12 @@ class SpiderExtraction:
         extraction: Extraction | None = None
         process = self.process
         if process is not None:
-            found = None
-            if process.alive:
-                found = await process.extract(
-                    snapshot["body"], snapshot["url"], page_url, page_id, source_ref, seed_url
-                )
-            if found is not None:
+            found = await self._in_process(snapshot, page_id, page_url, source_ref, seed_url)
+            if found == OVERDUE:
+                inc(self.crawler.stats, "extraction/overdue_pages")
+                extraction = Extraction([], [timeout_warning(self.config.extract_timeout)])
+                lines = b""
+            elif isinstance(found, tuple):
                 lines, items, warnings = found
                 extraction = Extraction([ExtractedItem(item) for item in items], warnings)
             elif process.lost and not self.process_lost_logged:
@@ -255,6 +294,8 @@ class SpiderExtraction:
     async def on_engine_stopped(self) -> None:
         await self.drain()
         process, self.process = self.process, None
+        for retired in self.retired:
+            retired.reap(timeout=1.0)  # killed already
         if process is not None:
             process.close()  # every page's answer is in: the crawl awaited each one
             cpu = process.reap()

@@ -149,3 +149,46 @@ async def test_an_items_file_written_while_a_hostile_page_is_extracted_does_not_
     assert "extraction/items_file_error" not in result.stats
     # The reactor kept turning while the text seed's items file waited for the thread.
     assert max(ticks.gaps) < 0.5, max(ticks.gaps)
+
+
+QUADRATIC_RULES = """
+[[types]]
+name = "page"
+[types.fields.later]
+selector = "xpath:count(//div[count(preceding::div) >= count(following::div)])"
+type = "integer"
+"""
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_page_past_every_bound_inside_one_lxml_call_is_stopped(server, crawl, tmp_path):
+    # One XPath quadratic in the page's nodes (about 40 s of lxml on this page): the
+    # extraction cannot look at its clock inside it. The extraction process is killed
+    # past the hard bound; the page gets the timeout warning, and the pages after it
+    # are extracted by another process, with their items.
+    divs = "".join(f"<div>{i}</div>" for i in range(3))
+    server.site({"/": '<a href="/huge">h</a><a href="/one">1</a><a href="/two">2</a>' + divs,
+                 "/huge": "<div>x</div>" * 60_000, "/one": divs, "/two": divs * 2})  # fmt: skip
+    rules = tmp_path / "quadratic.toml"
+    rules.write_text(QUADRATIC_RULES, encoding="utf-8")
+    quadratic = {**settings(tmp_path, TRAVERSE_EXTRACT_TIMEOUT=1), "TRAVERSE_EXTRACT": str(rules)}
+    ticks = ReactorTicks()
+    started = time.monotonic()
+    try:
+        result = await crawl(settings=quadratic, url=server.url("/"))
+    finally:
+        await ticks.stop()
+    assert time.monotonic() - started < 20
+    assert warnings_of(result.manifest, "/huge") == [
+        "extraction stopped after 1 s (TRAVERSE_EXTRACT_TIMEOUT); no items from this page"
+    ]
+    assert result.stats["extraction/overdue_pages"] == 1
+    assert result.stats["extraction/process_restarts"] == 1
+    assert "extraction/process_lost" not in result.stats
+    (path,) = (tmp_path / "items").glob("*.jsonl")
+    items = [json.loads(line) for line in path.read_bytes().splitlines()]
+    # Of n divs, those with at least as many before as after: n - floor((n - 1) / 2).
+    assert sorted((i["url"], i["fields"]["later"]) for i in items) == sorted(
+        [(server.url("/"), 2), (server.url("/one"), 2), (server.url("/two"), 3)]
+    )
+    assert max(ticks.gaps) < 0.5, max(ticks.gaps)
