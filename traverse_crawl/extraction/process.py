@@ -58,10 +58,6 @@ class ExtractionProcess(FramedChild):
         )
 
     @property
-    def alive(self) -> bool:
-        return not self.ended
-
-    @property
     def lost(self) -> bool:
         """The child ended before the crawl let it go (killed, or out of memory), and not
         for a page past the hard bound."""

@@ -46,10 +46,6 @@ class ReplayReader(FramedChild):
         self.large = 64 * 1024
         self._send({"root": root, "max_links": max_links, "bucket": bucket})
 
-    @property
-    def alive(self) -> bool:
-        return not self.ended
-
     def read(self, page_id: str, links_wanted: bool = True) -> Read:
         """``links_wanted``: whether the page's links are parsed (``PageWork.links``)."""
         read = Read(page_id)

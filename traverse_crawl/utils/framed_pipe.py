@@ -58,6 +58,11 @@ class FramedChild:
         self.ended = False
         loop.add_reader(self.stdout, self._readable)
 
+    @property
+    def alive(self) -> bool:
+        """The child still answers: its stdout has not ended, nor been let go."""
+        return not self.ended
+
     def _readable(self) -> None:
         raise NotImplementedError
 
