@@ -37,25 +37,28 @@ def settings(tmp_path: Path, **more: Any) -> dict[str, Any]:
     }
 
 
-class ReactorTicks:
-    """Ticks every 20 ms on the crawl's event loop; ``gaps`` between ticks, until ``stop``."""
+async def crawl_watching_the_reactor(
+    crawl: Any, settings: dict[str, Any], **spider_args: Any
+) -> tuple[Any, list[float]]:
+    """The crawl's result, and the gaps between 20 ms ticks of its event loop meanwhile."""
+    gaps: list[float] = []
+    running = True
 
-    def __init__(self) -> None:
-        self.gaps: list[float] = []
-        self.running = True
-        self.task = asyncio.ensure_future(self._tick())
-
-    async def _tick(self) -> None:
+    async def tick() -> None:
         last = time.monotonic()
-        while self.running:
+        while running:
             await asyncio.sleep(0.02)
             now = time.monotonic()
-            self.gaps.append(now - last)
+            gaps.append(now - last)
             last = now
 
-    async def stop(self) -> None:
-        self.running = False
-        await Deferred.fromFuture(self.task)
+    ticker = asyncio.ensure_future(tick())
+    try:
+        result = await crawl(settings=settings, **spider_args)
+    finally:
+        running = False
+        await Deferred.fromFuture(ticker)
+    return result, gaps
 
 
 WHERE = pytest.mark.parametrize("in_process", [True, False], ids=["process", "thread"])
@@ -96,24 +99,19 @@ async def test_a_catastrophic_regex_is_stopped_and_the_reactor_goes_on(
     hostile = "<ul><li>" + "a" * 60 + "b</li></ul>"  # (a|aa)+$ backtracks ~fib(60) times
     server.site({"/": '<a href="/hostile">h</a><a href="/fine">f</a>',
                  "/hostile": hostile, "/fine": "<ul><li>aaa</li></ul>"})  # fmt: skip
-    ticks = ReactorTicks()
     started = time.monotonic()
-    try:
-        result = await crawl(
-            settings=settings(
-                tmp_path, TRAVERSE_EXTRACT_TIMEOUT=1, TRAVERSE_EXTRACT_PROCESS=in_process
-            ),
-            url=server.url("/"),
-        )
-    finally:
-        await ticks.stop()
+    result, gaps = await crawl_watching_the_reactor(
+        crawl,
+        settings(tmp_path, TRAVERSE_EXTRACT_TIMEOUT=1, TRAVERSE_EXTRACT_PROCESS=in_process),
+        url=server.url("/"),
+    )
     assert time.monotonic() - started < 30
     assert warnings_of(result.manifest, "/hostile") == [
         "extraction stopped after 1 s (TRAVERSE_EXTRACT_TIMEOUT); no items from this page"
     ]
     assert result.stats["extraction/page_warnings"] == 1
     # The reactor kept turning while the regular expression ran.
-    assert max(ticks.gaps) < 0.5, max(ticks.gaps)
+    assert max(gaps) < 0.5, max(gaps)
     (path,) = (tmp_path / "items").glob("*.jsonl")
     items = [json.loads(line) for line in path.read_bytes().splitlines()]
     assert [(i["url"], i["fields"]) for i in items] == [(server.url("/fine"), {"text": "aaa"})]
@@ -132,14 +130,11 @@ async def test_an_items_file_written_while_a_hostile_page_is_extracted_does_not_
                  "/text": Reply(body="plain", content_type="text/plain", delay=0.3)})  # fmt: skip
     seeds = tmp_path / "seeds.txt"
     seeds.write_text(f"hostile\t{server.url('/hostile')}\ntext\t{server.url('/text')}\n")
-    ticks = ReactorTicks()
-    try:
-        result = await crawl(
-            settings=settings(tmp_path, TRAVERSE_EXTRACT_TIMEOUT=3, TRAVERSE_EXTRACT_PROCESS=False),
-            seeds=str(seeds),
-        )
-    finally:
-        await ticks.stop()
+    result, gaps = await crawl_watching_the_reactor(
+        crawl,
+        settings(tmp_path, TRAVERSE_EXTRACT_TIMEOUT=3, TRAVERSE_EXTRACT_PROCESS=False),
+        seeds=str(seeds),
+    )
     by_id = {m["seed"]["id"]: m for m in result.manifests()}
     assert warnings_of(by_id["hostile"], "/hostile") == [
         "extraction stopped after 3 s (TRAVERSE_EXTRACT_TIMEOUT); no items from this page"
@@ -148,7 +143,7 @@ async def test_an_items_file_written_while_a_hostile_page_is_extracted_does_not_
     assert result.stats["extraction/items_files"] == 2
     assert "extraction/items_file_error" not in result.stats
     # The reactor kept turning while the text seed's items file waited for the thread.
-    assert max(ticks.gaps) < 0.5, max(ticks.gaps)
+    assert max(gaps) < 0.5, max(gaps)
 
 
 QUADRATIC_RULES = """
@@ -172,12 +167,8 @@ async def test_a_page_past_every_bound_inside_one_lxml_call_is_stopped(server, c
     rules = tmp_path / "quadratic.toml"
     rules.write_text(QUADRATIC_RULES, encoding="utf-8")
     quadratic = {**settings(tmp_path, TRAVERSE_EXTRACT_TIMEOUT=1), "TRAVERSE_EXTRACT": str(rules)}
-    ticks = ReactorTicks()
     started = time.monotonic()
-    try:
-        result = await crawl(settings=quadratic, url=server.url("/"))
-    finally:
-        await ticks.stop()
+    result, gaps = await crawl_watching_the_reactor(crawl, quadratic, url=server.url("/"))
     assert time.monotonic() - started < 20
     assert warnings_of(result.manifest, "/huge") == [
         "extraction stopped after 1 s (TRAVERSE_EXTRACT_TIMEOUT); no items from this page"
@@ -191,4 +182,4 @@ async def test_a_page_past_every_bound_inside_one_lxml_call_is_stopped(server, c
     assert sorted((i["url"], i["fields"]["later"]) for i in items) == sorted(
         [(server.url("/"), 2), (server.url("/one"), 2), (server.url("/two"), 3)]
     )
-    assert max(ticks.gaps) < 0.5, max(ticks.gaps)
+    assert max(gaps) < 0.5, max(gaps)
