@@ -35,8 +35,12 @@ def test_a_crash_leaves_nothing_that_a_later_run_takes_for_a_manifest(server, tm
     command = crawl_command(server, tmp_path, "-s", "CONCURRENT_REQUESTS=4")
     proc = start(command)  # the pages spill every ~50 pages (32 KB)
     try:
+        # Past the first spill (~50 pages), so the file seen is the spool, not the
+        # directory's write probe at start (which has no name there either).
         deadline = time.monotonic() + 60
-        while not spool_links(proc.pid, manifests) and proc.poll() is None:
+        while (len(server.paths()) < 80 or not spool_links(proc.pid, manifests)) and (
+            proc.poll() is None
+        ):
             assert time.monotonic() < deadline, "no spool file was ever opened"
             time.sleep(0.005)
         open_files = spool_links(proc.pid, manifests)

@@ -202,9 +202,12 @@ def check_writable(name: str, path: str, settings: Any = None) -> None:
         location.check(name)
         return
     make_directory(name, path)
-    probe = os.path.join(path, f".traverse-write-test-{os.getpid()}.tmp")
+    probe = ""
     try:
-        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = _open_probe(path)
+        if fd < 0:
+            probe = os.path.join(path, f".traverse-write-test-{os.getpid()}.tmp")
+            fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError as exc:
         raise ConfigError(name, f"cannot write in {path!r}: {exc.strerror or exc}") from None
     try:
@@ -215,5 +218,21 @@ def check_writable(name: str, path: str, settings: Any = None) -> None:
         raise ConfigError(name, f"cannot write in {path!r}: {exc.strerror or exc}") from None
     finally:
         os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(probe)
+        if probe:
+            with contextlib.suppress(OSError):
+                os.unlink(probe)
+
+
+def _open_probe(path: str) -> int:
+    """A file in ``path`` that never has a name there (Linux's ``O_TMPFILE``), so a process
+    killed while probing leaves nothing that a reader of the directory could find; -1
+    where the platform or the filesystem has no such files (then a named probe is used)."""
+    flag = getattr(os, "O_TMPFILE", 0)
+    if not flag:
+        return -1
+    try:
+        return os.open(path, flag | os.O_WRONLY, 0o600)
+    except OSError as exc:
+        if exc.errno in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+            return -1
+        raise
