@@ -3,7 +3,7 @@
     .venv/bin/python bench/run.py objectstore [--runs 5]
 
 What it measures and how: the comment above ``run``. Needs moto's server mode
-(``moto[server]``, in requirements-dev.txt) as the S3-compatible server on loopback.
+(``moto[server]``, in requirements-dev.lock) as the S3-compatible server on loopback.
 """
 
 from __future__ import annotations

@@ -5,5 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 [ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/pip install -q -r requirements.txt
+# Exactly the versions CI tested (docs/dependencies.md); a no-op when they are installed.
+.venv/bin/pip install -q --require-hashes --no-deps -r requirements.lock
 exec .venv/bin/python -m traverse_crawl.demo "$@"

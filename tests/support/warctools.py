@@ -1,7 +1,7 @@
 """The web-archiving tools themselves, as a user runs them: warcio's CLI, pywb.
 
 pywb is GPL-3.0 and pins old versions of several packages, so it lives in a
-venv of its own (``.venv-pywb``, made by ``.ci/run``; requirements-dev.txt says
+venv of its own (``.venv-pywb``, made by ``.ci/run``; requirements-pywb.in says
 why) and is only ever run as a subprocess: ``wb-manager`` to build a
 collection, ``wayback`` to serve it on 127.0.0.1.
 """
