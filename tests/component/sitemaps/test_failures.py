@@ -33,6 +33,7 @@ def refused() -> Iterator[Server]:
     yield from serve()
 
 
+@pytest.mark.parsing
 @pytest_twisted.ensureDeferred
 async def test_malformed_404_and_refused_sitemaps_warn_and_the_seed_completes(
     server, refused, crawl
@@ -89,6 +90,7 @@ async def test_a_sitemap_disallowed_by_robots_is_not_fetched(server, crawl):
     ]
 
 
+@pytest.mark.parsing
 @pytest_twisted.ensureDeferred
 async def test_entity_expansion_sitemap_is_harmless(server, crawl):
     u = server.url

@@ -17,6 +17,7 @@ from traverse_crawl.sitemaps.walk import Fetch, SitemapWalk
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 
 
+@pytest.mark.parsing
 @pytest.mark.parametrize(
     ("text", "kind", "locations", "problems"),
     [
@@ -53,6 +54,7 @@ def test_parse_sitemap(text, kind, locations, problems):
     assert parse_sitemap(text) == SitemapDocument(kind, locations, problems)
 
 
+@pytest.mark.parsing
 def test_entities_are_never_expanded():
     laughs = (
         '<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa">'
@@ -71,6 +73,7 @@ def test_entities_are_never_expanded():
     )
 
 
+@pytest.mark.parsing
 def test_url_bound_per_file():
     entries = "".join(f"<url><loc>http://x/{i}</loc></url>" for i in range(MAX_URLS + 5))
     document = parse_sitemap(f"<urlset>{entries}</urlset>")
