@@ -280,7 +280,7 @@ def test_a_users_own_spider_whose_snapshot_store_is_gone_mid_crawl_is_exit_1(ser
 def test_the_stats_file_is_written_after_a_graceful_stop(server, tmp_path):
     links = "".join(f'<a href="/p{i}">{i}</a>' for i in range(5))
     server.site({"/": links, **{f"/p{i}": f"page {i}" for i in range(5)}})
-    proc = popen(command(server, tmp_path, "-s", "TRAVERSE_MIN_DELAY=20"))
+    proc = popen(command(server, tmp_path, "-s", "TRAVERSE_MIN_DELAY=3"))
     wait_for(lambda: server.count("/") == 1, "the seed page")
     wait_for(lambda: any(p.startswith("/p") for p in server.started) or proc.poll(), "a page")
     proc.send_signal(signal.SIGINT)
