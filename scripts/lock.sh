@@ -3,8 +3,8 @@
 #   requirements-dev.lock   pyproject.toml (every extra) + requirements-dev.in  -> .ci/run
 #   requirements.lock       pyproject.toml (every extra), the same versions     -> scripts/demo.sh
 #   requirements-pywb.lock  requirements-pywb.in (pywb's venv, test only)       -> .ci/run
-#   .ci/lxml-5.lock, .ci/lxml-6.1.lock  older lxml lines the range allows, under which
-#                           .ci/run runs the parser tests again (`pytest -m parsing`)
+#   .ci/lxml-6.1.lock       an older lxml line the range allows, under which .ci/run
+#                           runs the parser tests again (`pytest -m parsing`)
 #   .ci/uv-tool.lock        uv, the resolver of this script and the installer of .ci/run
 # Each pins every package to one version with the hashes of all its files on PyPI, for every
 # platform and Python the project supports ("universal"), so `pip install --require-hashes`
@@ -55,9 +55,9 @@ compile "pyproject.toml, at the versions of requirements-dev.lock" requirements.
 compile requirements-pywb.in requirements-pywb.lock \
     "${upgrade[@]}" --python-version 3.11 requirements-pywb.in
 compile "uv==$UV_VERSION" .ci/uv-tool.lock --python-version 3.10 --no-deps - <<<"uv==$UV_VERSION"
-for line in 5 6.1; do
+for line in 6.1; do
     compile "lxml==$line.*" ".ci/lxml-$line.lock" \
         "${upgrade[@]}" --python-version 3.10 --no-deps - <<<"lxml==$line.*"
 done
 echo "locked into $out/: requirements-dev.lock requirements.lock requirements-pywb.lock" \
-    ".ci/uv-tool.lock .ci/lxml-5.lock .ci/lxml-6.1.lock"
+    ".ci/uv-tool.lock .ci/lxml-6.1.lock"
