@@ -14,12 +14,12 @@ import argparse
 import json
 import os
 import sys
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from traverse_crawl.commands.common import open_store, write_text
+from traverse_crawl.commands.common import ProjectCommand, open_store, write_text
 from traverse_crawl.fetch.exceptions import CommandFailed
 from traverse_crawl.manifests.read import ManifestError, load_all, stored_snapshot
 from traverse_crawl.snapshots.model import BINARY_TYPES
@@ -35,11 +35,7 @@ DEFAULT_BODY_LINES = 40
 OUTPUT_CHUNK = 2**16  # characters of output gathered before one write
 
 
-class Command(ScrapyCommand):
-    requires_project = True
-    requires_crawler_process = False
-    default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
-
+class Command(ProjectCommand, ScrapyCommand):
     def syntax(self) -> str:
         return (
             "[options] <old manifest or dir> <new manifest or dir> (--items: items files or dirs)"

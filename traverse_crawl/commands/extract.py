@@ -18,12 +18,12 @@ import logging
 import os
 import sys
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from traverse_crawl.commands.common import write_text
+from traverse_crawl.commands.common import ProjectCommand, write_text
 from traverse_crawl.config.settings import TraverseConfig
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.manifests.read import Loaded, ManifestError, load_all
@@ -43,11 +43,7 @@ if TYPE_CHECKING:
 POOL_PAGES = 200  # fewer pages are extracted in the command's own process
 
 
-class Command(ScrapyCommand):
-    requires_project = True
-    requires_crawler_process = False
-    default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
-
+class Command(ProjectCommand, ScrapyCommand):
     def syntax(self) -> str:
         return "[options] [seed id ...] | --verify <items file>"
 

@@ -16,12 +16,12 @@ import io
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from traverse_crawl.commands.common import open_store, write_text
+from traverse_crawl.commands.common import ProjectCommand, open_store, write_text
 from traverse_crawl.crawl.links import discover_links
 from traverse_crawl.fetch import urls
 from traverse_crawl.fetch.exceptions import CommandFailed
@@ -49,11 +49,7 @@ from traverse_crawl.storage.location import is_bucket_url
 from traverse_crawl.utils.atomic import atomic_write_text
 
 
-class Command(ScrapyCommand):
-    requires_project = True
-    requires_crawler_process = False
-    default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
-
+class Command(ProjectCommand, ScrapyCommand):
     def syntax(self) -> str:
         return "[options] <manifest or dir> ... -o report.html"
 

@@ -119,7 +119,8 @@ class Command(StoreCommand, ScrapyCommand):
             if problem:
                 self._usage_error(f"{path}: {problem}")
                 return
-        # The bound of a crawl's download (Scrapy's, 1 GiB unless set) bounds a payload.
+        # The bound of a crawl's download bounds a payload: DOWNLOAD_MAXSIZE, the add-on's
+        # 32 MiB unless set (ProjectCommand applies it, as a crawl's process does).
         max_payload = config.download_maxsize
         store = open_snapshot_store(config.store, self.settings)
         from traverse_crawl.warc.importer import ImportReport, candidates
