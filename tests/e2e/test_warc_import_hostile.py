@@ -12,6 +12,7 @@ import os
 import resource
 import subprocess
 import sys
+import time
 import zipfile
 import zlib
 from pathlib import Path
@@ -22,12 +23,15 @@ import pytest
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from tests.support.bombs import brotli_zeros, gzip_zeros
 from tests.support.cli import REPO, scrapy, scrapy_env
 from traverse_crawl.snapshots.store import check_snapshot_text
 
 PAGE = b"<html><body><p>small page</p></body></html>"
 DECODED = 96 * 1024 * 1024  # what the hostile payloads inflate to
 LIMIT = 1_000_000  # the DOWNLOAD_MAXSIZE the tests give
+GIB = 1 << 30
+DEFAULT_MAXSIZE = 32 * 1024 * 1024  # the add-on's DOWNLOAD_MAXSIZE (docs/settings.md)
 
 
 def response(writer: WARCWriter, url: str, payload: bytes, headers: list[tuple[str, str]]) -> str:
@@ -108,10 +112,42 @@ def test_a_payload_is_not_decoded_beyond_download_maxsize(tmp_path, encoding):
     assert "imported 1 snapshot(s)" in done.stdout
     assert "1 record(s) larger than DOWNLOAD_MAXSIZE not imported" in done.stdout
     (warning,) = done.stderr.splitlines()
-    assert warning.startswith(f"warning: {archive}: skipped record at offset 0: ")
-    assert f"DOWNLOAD_MAXSIZE ({LIMIT} bytes)" in warning
+    assert warning == (
+        f"warning: {archive}: skipped record at offset 0: http://example.com/bomb: "
+        f"payload larger than DOWNLOAD_MAXSIZE ({LIMIT} bytes)"
+    )
     assert [s["url"] for s in store_files(tmp_path)] == ["http://example.com/page"]
     assert peak < 110 * 1024, f"peak {peak // 1024} MB"
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "br"])
+def test_a_bomb_is_refused_at_the_default_download_maxsize(tmp_path, encoding):
+    # A few KB that inflate to a GiB, and no DOWNLOAD_MAXSIZE given: the add-on's 32 MiB
+    # bounds the import as it bounds a crawl's download.
+    archive = tmp_path / "bomb.warc.gz"
+    with archive.open("wb") as out:
+        writer = WARCWriter(out, gzip=True)
+        payload = gzip_zeros(GIB) if encoding == "gzip" else brotli_zeros(GIB)
+        response(writer, "http://example.com/bomb", payload, [("Content-Encoding", encoding)])
+        response(writer, "http://example.com/page", PAGE, [])
+    assert archive.stat().st_size < 10_000
+    started = time.monotonic()
+    done, peak = measured_import(tmp_path, str(archive), "--source-id", "t")
+    elapsed = time.monotonic() - started
+    assert done.returncode == 0, done.stderr
+    assert "imported 1 snapshot(s) from 2 record(s)" in done.stdout
+    assert "1 record(s) larger than DOWNLOAD_MAXSIZE not imported" in done.stdout
+    (warning,) = done.stderr.splitlines()
+    assert warning == (
+        f"warning: {archive}: skipped record at offset 0: http://example.com/bomb: "
+        f"payload larger than DOWNLOAD_MAXSIZE ({DEFAULT_MAXSIZE} bytes)"
+    )
+    # Nothing of the bomb is stored: one snapshot file, the page's.
+    stored = [path for path in (tmp_path / "store").rglob("*") if path.is_file()]
+    assert len(stored) == 1 and stored[0].stat().st_size < 10_000, stored
+    assert [s["url"] for s in store_files(tmp_path)] == ["http://example.com/page"]
+    assert peak < 200 * 1024, f"peak {peak // 1024} MB"
+    assert elapsed < 15, f"{elapsed:.1f} s"
 
 
 def test_a_payload_within_download_maxsize_is_decoded(tmp_path):
