@@ -48,7 +48,7 @@ serving = contextlib.contextmanager(serve)
 @pytest.fixture(scope="module")
 def scrapyd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scrapyd]:
     if importlib.util.find_spec("pkg_resources") is None:
-        pytest.fail("scrapyd 1.6 needs pkg_resources: install setuptools<81 (requirements-dev.lock)")
+        pytest.fail("scrapyd 1.6 needs pkg_resources: setuptools<81 (requirements-dev.lock)")
     base = tmp_path_factory.mktemp("scrapyd")
     home = base / "home"
     home.mkdir()
