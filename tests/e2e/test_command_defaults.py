@@ -155,6 +155,16 @@ def test_diff(captured):
     assert_logged_at_info(run.stderr)
 
 
+def test_settings_shows_what_the_commands_run_with():
+    # Scrapy's own command, which builds no crawler either: the values a user checks.
+    for name, value in (("DOWNLOAD_MAXSIZE", str(MAXSIZE)), ("LOG_LEVEL", "INFO")):
+        run = scrapy("settings", "--get", name)
+        assert run.returncode == 0, run.stderr[-3000:]
+        assert run.stdout.strip() == value
+    run = scrapy("settings", "--get", "DOWNLOAD_MAXSIZE", "-s", "DOWNLOAD_MAXSIZE=1000")
+    assert run.stdout.strip() == "1000"
+
+
 def test_without_a_log_a_command_prints_only_its_own_lines(captured):
     # No -L, --logfile or LOG_ENABLED: no log is configured, and stderr stays clean.
     run = scrapy("snapshots", "shop", *store(captured))

@@ -30,7 +30,7 @@ ADAPTERS = frozenset({PACKAGE}) | frozenset(
     for name in """
     addon settings commands
     commands.common commands.crawl commands.crawlstatus commands.diff commands.report
-    commands.snapshot commands.snapshots commands.warc commands.extract
+    commands.settings commands.snapshot commands.snapshots commands.warc commands.extract
     extraction.spider_extraction
     crawl.outcomes crawl.progress_extension crawl.scheduler crawl.spider crawl.spider_settings
     crawl.stop
