@@ -155,7 +155,9 @@ def test_refusals_exit_2_before_any_request_and_touch_nothing(server, tmp_path, 
 def test_a_second_crawl_on_a_jobdir_in_use_is_refused_and_the_first_goes_on(server, tmp_path):
     long_site(server)
     jobdir = ["-s", f"JOBDIR={tmp_path / 'job'}"]
-    first = start(crawl_command(server, tmp_path, *jobdir))
+    # Paced, so that the first is still crawling (and holding the JOBDIR) however long
+    # the second takes to start on a loaded machine: unpaced, it could finish first.
+    first = start(crawl_command(server, tmp_path, *jobdir, "-s", "TRAVERSE_MIN_DELAY=0.05"))
     try:
         wait_for_pages(server, first, 5)
         second = run(crawl_command(server, tmp_path / "second", *jobdir, seed=False))
