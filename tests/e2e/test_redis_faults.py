@@ -4,14 +4,18 @@ exit 2 at start (nothing was requested), 1 once the crawl ran (docs/operations.m
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis
 
-from tests.support.cli import crawl_args, scrapy
+from tests.support.cli import REPO, crawl_args, scrapy, scrapy_env
 from tests.support.redisserver import RedisServer
+from tests.support.server import Reply
 
 pytestmark = pytest.mark.redis
 
@@ -136,3 +140,41 @@ def test_garbage_tasks_mid_crawl_stop_the_worker_with_exit_1(server, started, tm
     assert len(named) == 1, result.stderr[-3000:]
     assert f"ERROR: REDIS_URL: crawl 'traverse' in Redis at {plain.url} holds data" in named[0]
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
+
+
+@pytest.mark.parametrize("task", ["7:0", "7:m"])  # a page of seed 7, its manifest
+def test_a_task_of_a_seed_the_crawl_does_not_list_is_named_and_exit_1(
+    server, started, tmp_path, task
+):
+    # What a Redis restarted empty can hold once a worker wrote to it again: a task of a
+    # seed that the crawl's seed list (gone, or shorter) does not have.
+    server.site({"/": "".join(f'<a href="/p{i}">p</a>' for i in range(40))})
+    server.site({f"/p{i}": Reply(body="page", delay=0.1) for i in range(40)})
+    plain = server_with(started, tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "scrapy", *crawl(tmp_path, server, plain.url),
+         "-s", "CONCURRENT_REQUESTS=1"],
+        cwd=REPO, env=scrapy_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not any(path.startswith("/p") for path in server.paths()):
+            assert proc.poll() is None and time.monotonic() < deadline, "the crawl never ran"
+            time.sleep(0.01)
+        conn = redis.Redis(port=plain.port)
+        conn.rpush("traverse:traverse:seed:7:queue", f'["{server.url("/p0")}",1]')
+        conn.zadd("traverse:traverse:ready", {task: 0})
+        conn.close()
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 1, stderr[-3000:]
+    assert "Traceback" not in stderr, stderr[-3000:]
+    expected = (
+        f"ERROR: REDIS_URL: a task of crawl 'traverse' names seed 7, but the crawl lists "
+        f"1 seed(s) at {plain.url}"
+    )
+    assert [line for line in stderr.splitlines() if expected in line], stderr[-3000:]
+    assert not list((tmp_path / "manifests").glob("*.json"))  # nothing written as finished

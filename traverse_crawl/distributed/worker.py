@@ -219,6 +219,15 @@ class Worker:
             new = found[len(self.seeds) - known :]
             self.seeds.extend(new)
             self.spider.add_seeds(new)
+        if key >= len(self.seeds):
+            # A task of a seed the crawl does not list: its state left Redis (a restart
+            # with the seed list gone, and a task written back since), or someone
+            # else's data is under its keys. Either way nothing more can be recorded.
+            await self.check_identity()
+            raise RedisLost(
+                f"REDIS_URL: a task of crawl {self.keys.crawl_id!r} names seed {key}, but "
+                f"the crawl lists {len(self.seeds)} seed(s) at {redact_url(self.redis.url)}"
+            )
         return self.spider.frontier(key)
 
     # -- results -------------------------------------------------------------
