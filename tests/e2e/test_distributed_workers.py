@@ -205,6 +205,7 @@ def test_redis_killed_stops_workers_naming_redis_url(sites, redis_server, tmp_pa
     url = redis_server.url
     procs = [start(command(tmp_path, sites, url, "-s", "TRAVERSE_REDIS_RETRY=1"))]
     procs.append(start(command(tmp_path, sites, url, "-s", "TRAVERSE_REDIS_RETRY=1", seeds=False)))
+    wait_for_worker(url, procs[1])  # both have joined: a worker still starting is refused (2)
     wait_for_hits(sites, 60, procs)
     redis_server.stop()
     for status, err in finish(procs, timeout=60):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -272,7 +273,10 @@ def test_a_users_own_spider_whose_snapshot_store_is_gone_mid_crawl_is_exit_1(ser
     )  # fmt: skip
     assert run.returncode == 1, run.stderr[-3000:]
     assert "write failed (Not a directory" in run.stderr, run.stderr[-3000:]
-    assert "1 result(s) could not be written for good: exit status 1" in run.stderr
+    # /b's snapshot at least; /a's too when the writer had not written it yet (a loaded
+    # machine), so the count is read, not assumed.
+    lost = re.search(r"(\d+) result\(s\) could not be written for good: exit status 1", run.stderr)
+    assert lost is not None and int(lost[1]) >= 1, run.stderr[-3000:]
     assert "'traverse/lost': 1" in run.stderr and "'snapshot/store_failed': 1" in run.stderr
     assert {h.path for h in server.hits} >= {"/", "/a", "/b"}  # the crawl went on
 
