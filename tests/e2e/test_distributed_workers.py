@@ -104,6 +104,19 @@ def test_a_worker_without_seeds_waits_then_leaves(redis_server, tmp_path):  # no
     assert "crawl 'empty' has no seed after 1 s (TRAVERSE_IDLE_TIMEOUT); exiting" in result.stderr
 
 
+def three_joined_workers(tmp_path, sites, url: str, *extra: str) -> list[subprocess.Popen[str]]:  # noqa: F811
+    """Two joining workers, each waiting in the crawl, then the one with the seeds: all
+    three crawl from the first page, and none is still starting when the test acts (on
+    a loaded machine a start takes seconds, and one worker alone crawls the sites in as
+    little)."""
+    joiners = [start(command(tmp_path, sites, url, *extra, seeds=False)) for _ in range(2)]
+    for joiner in joiners:
+        wait_for_worker(url, joiner)
+    first = start(command(tmp_path, sites, url, *extra))
+    wait_for_worker(url, first)
+    return [first, *joiners]
+
+
 def test_sigkilled_workers_lose_nothing(sites, expected, redis_server, tmp_path):  # noqa: F811
     rng = random.Random(13)
     url = redis_server.url
@@ -143,8 +156,7 @@ def test_a_worker_stopped_past_its_lease(sites, expected, redis_server, tmp_path
 
 def test_redis_paused_costs_time_not_pages(sites, expected, redis_server, tmp_path):  # noqa: F811
     url = redis_server.url
-    procs = [start(command(tmp_path, sites, url))]
-    procs += [start(command(tmp_path, sites, url, seeds=False)) for _ in range(2)]
+    procs = three_joined_workers(tmp_path, sites, url)  # none refused at start by the pause
     wait_for_hits(sites, 80, procs)
     redis_server.pause()
     time.sleep(3)
@@ -159,8 +171,7 @@ def test_redis_lost_stops_workers_and_keeps_the_state(sites, expected, redis_ser
     Redis back, new workers finish the crawl from the state it kept."""
     url = redis_server.url
     fast = ("-s", "TRAVERSE_REDIS_RETRY=1", "-s", 'REDIS_PARAMS={"socket_timeout": 0.5}')
-    procs = [start(command(tmp_path, sites, url, *fast))]
-    procs += [start(command(tmp_path, sites, url, *fast, seeds=False)) for _ in range(2)]
+    procs = three_joined_workers(tmp_path, sites, url, *fast)  # none refused at start (exit 2)
     wait_for_hits(sites, 100, procs)
     redis_server.pause()
     try:
@@ -181,8 +192,7 @@ def test_redis_lost_stops_workers_and_keeps_the_state(sites, expected, redis_ser
 
 def test_graceful_stop_of_all_workers_then_restart(sites, expected, redis_server, tmp_path):  # noqa: F811
     url = redis_server.url
-    procs = [start(command(tmp_path, sites, url))]
-    procs += [start(command(tmp_path, sites, url, seeds=False)) for _ in range(2)]
+    procs = three_joined_workers(tmp_path, sites, url)  # a Ctrl-C mid-import is a traceback
     wait_for_hits(sites, 120, procs)
     for proc in procs:
         proc.send_signal(signal.SIGINT)
