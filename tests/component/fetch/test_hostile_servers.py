@@ -199,7 +199,10 @@ async def test_response_headers_over_the_cap_are_too_large_and_not_retried(serve
             "message": f"response headers from {server.url(path)} exceed 65536 bytes "
             "(TRAVERSE_MAX_HEADER_SIZE)",
         }
-        assert server.count(path) == 1
+        # Requests as they arrived: the endless reply's thread may still be writing into
+        # the closed connection (its hit is logged when it ends).
+        with server.lock:
+            assert server.started.count(path) == 1
     assert "snapshot" in pages[4]["fetch"]
 
 
