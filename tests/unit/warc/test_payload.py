@@ -17,13 +17,15 @@ from traverse_crawl.warc.payload import PayloadTooLarge, read_payload
 BODY = b"<p>" + b"payload " * 20_000 + b"</p>"
 
 
-def record_of(payload: bytes, headers: list[tuple[str, str]]):  # type: ignore[no-untyped-def]
+def record_of(  # type: ignore[no-untyped-def]
+    payload: bytes, headers: list[tuple[str, str]], url: str = "http://example.com/"
+):
     out = io.BytesIO()
     writer = WARCWriter(out, gzip=False)
     http = StatusAndHeaders("200 OK", [("Content-Type", "text/html"), *headers], "HTTP/1.1")
     writer.write_record(
         writer.create_warc_record(
-            "http://example.com/",
+            url,
             "response",
             payload=io.BytesIO(payload),
             length=len(payload),

@@ -4,17 +4,14 @@ never more than the bound held (docs/web-archives.md, "Importing archives")."""
 from __future__ import annotations
 
 import gzip
-import io
 import tracemalloc
 
 import brotli
 import pytest
-from warcio.archiveiterator import ArchiveIterator
 from warcio.recordloader import ArcWarcRecord
-from warcio.statusandheaders import StatusAndHeaders
-from warcio.warcwriter import WARCWriter
 
 from tests.support.bombs import MIB, brotli_zeros, gzip_zeros
+from tests.unit.warc.test_payload import record_of
 from traverse_crawl.warc.payload import PayloadTooLarge, read_payload
 
 GIB = 1 << 30
@@ -26,29 +23,16 @@ def test_the_bombs_are_what_they_say():
     assert brotli.decompress(brotli_zeros(4 * MIB)) == bytes(4 * MIB)
 
 
-def bomb_record(out: io.BytesIO, encoding: str) -> tuple[ArcWarcRecord, int]:
+def bomb_record(encoding: str) -> tuple[ArcWarcRecord, int]:
     """A response whose payload inflates to a GiB, and the payload's length."""
     payload = gzip_zeros(GIB) if encoding == "gzip" else brotli_zeros(GIB)
-    writer = WARCWriter(out, gzip=False)
-    http = StatusAndHeaders(
-        "200 OK", [("Content-Type", "text/html"), ("Content-Encoding", encoding)], "HTTP/1.1"
-    )
-    writer.write_record(
-        writer.create_warc_record(
-            "http://example.com/bomb",
-            "response",
-            payload=io.BytesIO(payload),
-            length=len(payload),
-            http_headers=http,
-        )
-    )
-    out.seek(0)
-    return next(iter(ArchiveIterator(out))), len(payload)
+    headers = [("Content-Encoding", encoding)]
+    return record_of(payload, headers, "http://example.com/bomb"), len(payload)
 
 
 @pytest.mark.parametrize("encoding", ["gzip", "br"])
 def test_a_bomb_stops_inflating_at_the_bound(encoding):
-    record, raw = bomb_record(io.BytesIO(), encoding)
+    record, raw = bomb_record(encoding)
     tracemalloc.start()
     try:
         with pytest.raises(PayloadTooLarge, match=rf"DOWNLOAD_MAXSIZE \({BOUND} bytes\)"):
