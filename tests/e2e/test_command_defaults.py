@@ -11,7 +11,6 @@ One real capture of the product site (with extraction) is shared by the tests.
 from __future__ import annotations
 
 import ast
-import io
 import json
 import re
 import subprocess
@@ -20,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from tests.support import product_site
@@ -28,6 +26,7 @@ from tests.support.bombs import gzip_zeros
 from tests.support.cli import REPO, crawl_args, scrapy, scrapy_env
 from tests.support.redisserver import RedisServer, redis_server  # noqa: F401  (fixture)
 from tests.support.server import serve
+from tests.support.warctools import write_response
 from traverse_crawl.config.settings import TraverseConfig
 from traverse_crawl.crawl.seeds import Seed
 from traverse_crawl.distributed.frontier import join_crawl
@@ -233,16 +232,7 @@ def bomb(path: Path) -> Path:
             ("http://shop.test/bomb", gzip_zeros(1 << 30), [("Content-Encoding", "gzip")]),
             ("http://shop.test/page", b"<p>page</p>", []),
         ):
-            http = StatusAndHeaders("200 OK", [("Content-Type", "text/html"), *coding], "HTTP/1.1")
-            writer.write_record(
-                writer.create_warc_record(
-                    url,
-                    "response",
-                    payload=io.BytesIO(payload),
-                    length=len(payload),
-                    http_headers=http,
-                )
-            )
+            write_response(writer, url, payload, coding)
     return path
 
 

@@ -20,11 +20,11 @@ from typing import Any
 
 import brotli
 import pytest
-from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from tests.support.bombs import brotli_zeros, gzip_zeros
 from tests.support.cli import REPO, scrapy, scrapy_env
+from tests.support.warctools import write_response as response
 from traverse_crawl.snapshots.store import check_snapshot_text
 
 PAGE = b"<html><body><p>small page</p></body></html>"
@@ -32,16 +32,6 @@ DECODED = 96 * 1024 * 1024  # what the hostile payloads inflate to
 LIMIT = 1_000_000  # the DOWNLOAD_MAXSIZE the tests give
 GIB = 1 << 30
 DEFAULT_MAXSIZE = 32 * 1024 * 1024  # the add-on's DOWNLOAD_MAXSIZE (docs/settings.md)
-
-
-def response(writer: WARCWriter, url: str, payload: bytes, headers: list[tuple[str, str]]) -> str:
-    http = StatusAndHeaders("200 OK", [("Content-Type", "text/html"), *headers], "HTTP/1.1")
-    record = writer.create_warc_record(
-        url, "response", payload=io.BytesIO(payload), length=len(payload), http_headers=http,
-        warc_headers_dict={"WARC-Date": "2020-01-01T00:00:00Z"},
-    )  # fmt: skip
-    writer.write_record(record)
-    return str(record.rec_headers.get_header("WARC-Record-ID"))
 
 
 def metadata(writer: WARCWriter, url: str, refers_to: str, block: bytes) -> None:

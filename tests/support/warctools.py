@@ -9,6 +9,7 @@ collection, ``wayback`` to serve it on 127.0.0.1.
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import socket
 import subprocess
@@ -20,6 +21,9 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
 
 from tests.support.cli import REPO, crawl_args, scrapy_env
 from tests.support.server import Reply, Server
@@ -136,3 +140,17 @@ def start_big_capture(
         command, cwd=REPO, env=scrapy_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
     return proc, warc_dir
+
+
+def write_response(
+    writer: WARCWriter, url: str, payload: bytes, headers: list[tuple[str, str]]
+) -> str:
+    """One ``response`` record of ``payload`` (HTML, with ``headers``), as a crawler would
+    write it; its WARC-Record-ID."""
+    http = StatusAndHeaders("200 OK", [("Content-Type", "text/html"), *headers], "HTTP/1.1")
+    record = writer.create_warc_record(
+        url, "response", payload=io.BytesIO(payload), length=len(payload), http_headers=http,
+        warc_headers_dict={"WARC-Date": "2020-01-01T00:00:00Z"},
+    )  # fmt: skip
+    writer.write_record(record)
+    return str(record.rec_headers.get_header("WARC-Record-ID"))

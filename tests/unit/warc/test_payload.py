@@ -9,9 +9,9 @@ import zlib
 import brotli
 import pytest
 from warcio.archiveiterator import ArchiveIterator
-from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from tests.support.warctools import write_response
 from traverse_crawl.warc.payload import PayloadTooLarge, read_payload
 
 BODY = b"<p>" + b"payload " * 20_000 + b"</p>"
@@ -21,17 +21,7 @@ def record_of(  # type: ignore[no-untyped-def]
     payload: bytes, headers: list[tuple[str, str]], url: str = "http://example.com/"
 ):
     out = io.BytesIO()
-    writer = WARCWriter(out, gzip=False)
-    http = StatusAndHeaders("200 OK", [("Content-Type", "text/html"), *headers], "HTTP/1.1")
-    writer.write_record(
-        writer.create_warc_record(
-            url,
-            "response",
-            payload=io.BytesIO(payload),
-            length=len(payload),
-            http_headers=http,
-        )
-    )
+    write_response(WARCWriter(out, gzip=False), url, payload, headers)
     out.seek(0)
     return next(iter(ArchiveIterator(out)))
 
