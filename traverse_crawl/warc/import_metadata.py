@@ -85,6 +85,12 @@ def _redirects(text: str) -> list[str] | None:
     return value
 
 
+def clipped(value: str, width: int) -> str:
+    """A value from an archive, cut for a warning: an archive's can be as long as its
+    header line."""
+    return value if len(value) <= width else value[:width] + "..."
+
+
 def _shown(value: str, width: int = 60) -> str:
     """A field's value in a warning: quoted, and cut when long."""
-    return repr(value if len(value) <= width else value[:width] + "...")
+    return repr(clipped(value, width))

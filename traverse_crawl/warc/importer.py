@@ -295,7 +295,8 @@ def candidates(
                 return _snapshots(record, key, plan, prefix, normalised, max_payload)
             except PayloadTooLarge as exc:  # the record is not imported, nor any revisit of it
                 url = str(record.rec_headers.get_header("WARC-Target-URI") or "")
-                return Rejected(f"{_clipped(url)}: {exc}", too_large=True)
+                shown = import_metadata.clipped(url, 300)
+                return Rejected(f"{shown}: {exc}", too_large=True)
 
         try:
             yield from _second_pass(name, opener, size, build, report)
@@ -303,14 +304,6 @@ def candidates(
             report.unreadable += 1
             report.warnings.append(f"{name}: cannot read: {exc}")
     report.normalised = len(normalised)
-
-
-# A URL named in a warning: an archive's can be as long as its header line.
-_SHOWN_URL = 300
-
-
-def _clipped(url: str) -> str:
-    return url if len(url) <= _SHOWN_URL else url[:_SHOWN_URL] + "..."
 
 
 def _second_pass(
