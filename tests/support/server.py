@@ -1,9 +1,9 @@
 """A real HTTP server on 127.0.0.1 for tests: routes, hit log with timestamps.
 
 A route is a callable ``(handler) -> Reply`` or a static ``Reply``; ``fallback``
-answers a path no route names. Every request is recorded (path with query, the
-request target exactly as sent, monotonic start and end time, headers) so tests
-can assert what reached the server, and when.
+answers a path no route names. Every request, of any method, is recorded (path
+with query, the request target exactly as sent, monotonic start and end time,
+headers, method and body) so tests can assert what reached the server, and when.
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ class Hit:
     # The request line's target as sent (``path`` is http.server's reading of
     # it, which collapses a leading "//").
     target: str = ""
+    method: str = "GET"
+    body: bytes = b""  # the request's body, read by its Content-Length
 
 
 Route = Reply | Callable[["Handler"], Reply]
@@ -50,7 +52,13 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         start = time.monotonic()
         target = self.requestline.split(" ")[1] if " " in self.requestline else ""
-        hit = Hit(self.path, start, start, {k: v for k, v in self.headers.items()}, target)
+        length = int(self.headers.get("Content-Length") or 0)
+        sent = self.rfile.read(length) if length > 0 else b""
+        hit = Hit(
+            self.path, start, start, {k: v for k, v in self.headers.items()}, target,
+            self.command, sent,
+        )  # fmt: skip
+        self.request_body = sent
         with self.server.lock:
             self.server.started.append(self.path)
         route = self.server.routes.get(self.path)
@@ -84,13 +92,17 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(body)
+                if self.command != "HEAD":
+                    self.wfile.write(body)
         except (BrokenPipeError, ConnectionResetError):
             pass
         finally:
             hit.end = time.monotonic()
             with self.server.lock:
                 self.server.hits.append(hit)
+
+    # Every method is answered by the same routes; the hit records which it was.
+    do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_GET
 
 
 class Server(ThreadingHTTPServer):
