@@ -9,6 +9,10 @@ the final URL means for link discovery.
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
+from typing import Any
+from urllib.parse import urlsplit
+
 from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
@@ -39,8 +43,7 @@ class RedirectMiddleware:
         status = response.status
         if request.meta.get("dont_redirect") or not 300 <= status < 400 or status == 304:
             return response
-        # 300, 301, 302, 303, 307 and 308 alike: every request is a GET. A missing
-        # Location is checked before the hop count, as Traverse does.
+        # A missing Location is checked before the hop count, as Traverse does.
         location = response.headers.get(b"Location")
         if not location:
             raise PageFailed(
@@ -77,7 +80,51 @@ class RedirectMiddleware:
         meta["download_slot"] = urls.origin(next_url)
         headers = request.headers.copy()
         drop_validators(headers)
-        if urls.origin(next_url) != urls.origin(request.url):
-            headers.pop(b"Authorization", None)  # credentials from userinfo stay on their origin
+        drop_credentials(headers, request.url, next_url)
         inc(self.crawler.stats, "redirect/count")
+        if becomes_get(status, request.method):
+            for name in CONTENT_HEADERS:
+                headers.pop(name, None)
+            # cls=Request: a FormRequest's or JsonRequest's constructor would put its
+            # own Content-Type back.
+            return request.replace(
+                cls=Request, url=next_url, meta=meta, headers=headers, dont_filter=True,
+                method="GET", body=b"",
+            )  # fmt: skip
         return request.replace(url=next_url, meta=meta, headers=headers, dont_filter=True)
+
+
+# The headers that describe a request's body, dropped with the body.
+CONTENT_HEADERS = (
+    b"Content-Type",
+    b"Content-Length",
+    b"Content-Encoding",
+    b"Content-Language",
+    b"Content-Location",
+)
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def becomes_get(status: int, method: str) -> bool:
+    """Whether the hop after ``status`` is a GET without a body (RFC 9110, 15.4)."""
+    method = method.upper()
+    if status in (301, 302):
+        return method == "POST"
+    if status == 303:
+        return method not in ("GET", "HEAD")
+    return False
+
+
+def drop_credentials(headers: MutableMapping[Any, Any], from_url: str, to_url: str) -> None:
+    """Remove, in place, the credentials that must not follow a hop to ``to_url``."""
+    source, target = urlsplit(from_url), urlsplit(to_url)
+    if source.hostname != target.hostname or target.scheme not in (source.scheme, "https"):
+        headers.pop(b"Cookie", None)
+    source_port = source.port or DEFAULT_PORTS.get(source.scheme)
+    target_port = target.port or DEFAULT_PORTS.get(target.scheme)
+    if (source.scheme, source.hostname, source_port) != (
+        target.scheme,
+        target.hostname,
+        target_port,
+    ):
+        headers.pop(b"Authorization", None)
