@@ -156,3 +156,38 @@ def test_the_installed_packages_commands_are_in_any_project(tmp_path):
     listed = {line.split()[0] for line in run.stdout.splitlines() if line.startswith("  ")}
     # The project has no COMMANDS_MODULE: these come from the package's entry points.
     assert {"crawlstatus", "diff", "report", "snapshot", "snapshots", "warc"} <= listed
+
+
+SLOTTED_SPIDER = """
+import scrapy
+
+
+class SlottedSpider(scrapy.Spider):
+    name = "slotted"
+
+    async def start(self):
+        for i in range(5):
+            yield scrapy.Request(
+                f"{self.url}p{i}", meta={"download_slot": f"mine-{i}"}, dont_filter=True
+            )
+
+    def parse(self, response):
+        yield {"url": response.url}
+"""
+
+
+def test_a_request_naming_its_own_download_slot_keeps_its_origin_delay(server, tmp_path):
+    server.fallback = Reply(body="<p>page</p>")
+    root = make_project(tmp_path / "project")
+    (root / "shop" / "spiders" / "slotted.py").write_text(SLOTTED_SPIDER, encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "scrapy", "crawl", "slotted", "-a", f"url={server.url('/')}",
+         "-s", f"TRAVERSE_STORE={root / 'store'}", "-s", "TRAVERSE_MIN_DELAY=0.5",
+         "-s", f"TRAVERSE_EGRESS_ALLOW={server.origin}", "-s", "LOGSTATS_INTERVAL=0"],
+        cwd=root, env=scrapy_env(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    pages = sorted((h for h in server.hits if h.path.startswith("/p")), key=lambda h: h.start)
+    assert len(pages) == 5
+    for before, after in pairwise(pages):  # one at a time, the delay from end to start
+        assert after.start - before.end >= 0.5 - 0.05, (before.path, after.path)

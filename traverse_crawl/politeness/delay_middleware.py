@@ -1,8 +1,8 @@
 """Per-origin politeness through Scrapy's download slots.
 
-Every request goes to the download slot of its origin (``download_slot``): a
-``DelaySlot``, or with ``REDIS_URL`` a ``LedgerSlot`` that waits for the crawl's
-per-origin ledger in Redis. Waiting happens in the slot's queue, not here
+Every request goes to the download slot of its origin (``download_slot``, set here
+whatever a spider named): a ``DelaySlot``, or with ``REDIS_URL`` a ``LedgerSlot`` that
+waits for the crawl's per-origin ledger in Redis. Waiting happens in the slot's queue, not here
 (docs/architecture.md, "Politeness, concretely").
 """
 
@@ -49,9 +49,11 @@ class PolitenessMiddleware:
         backoff = meta.pop(BACKOFF, None)
         if backoff is not None:
             meta[NOT_BEFORE] = monotonic() + backoff
-        key = meta.get("download_slot")
-        if key is None:
-            key = meta["download_slot"] = urls.origin(request.url)
+        # The slot is always the origin's, whatever ``download_slot`` a spider put in
+        # the request's meta: a slot of its own would escape the origin's delay and
+        # its one-at-a-time rule. Only robots.txt requests have a slot apart.
+        origin = urls.origin(request.url)
+        key = meta["download_slot"] = "robots " + origin if meta.get(ROBOTS) else origin
         slots = self.crawler.engine.downloader.slots
         slot = slots.get(key)
         if slot is None:
@@ -60,7 +62,7 @@ class PolitenessMiddleware:
             if self.shared is None or meta.get(ROBOTS):
                 slots[key] = DelaySlot(concurrency, delay)
             else:
-                slots[key] = self.shared.origin_slot(concurrency, delay, urls.origin(request.url))
+                slots[key] = self.shared.origin_slot(concurrency, delay, origin)
             if not meta.get(ROBOTS):
                 inc(self.crawler.stats, "politeness/origins")
         elif isinstance(slot, DelaySlot) and ORIGIN_DELAY in meta:
