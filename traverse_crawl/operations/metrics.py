@@ -29,6 +29,9 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 from twisted.internet.error import CannotListenError
+from twisted.internet.interfaces import IAddress
+from twisted.python.failure import Failure
+from twisted.web.http import HTTPChannel
 from twisted.web.resource import Resource
 from twisted.web.server import Request as WebRequest
 from twisted.web.server import Site
@@ -48,6 +51,15 @@ BOUNDS: tuple[float, ...] = tuple(b for b in Histogram.DEFAULT_BUCKETS if b != f
 # A politeness wait runs up to the origin's delay (seconds, or a Crawl-delay) or a
 # retry's backoff: buckets from 10 ms to 5 minutes.
 WAIT_BOUNDS: tuple[float, ...] = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
+# What one client may cost the crawl, whatever it does (docs/operations.md, "Scraping the
+# metrics"): one request per connection, answered and closed; a connection that has not
+# ended this many seconds after it opened (a client that sends slowly, or never reads its
+# answer) is cut; at most this many connections at once, any more are closed unanswered;
+# and the figures are rendered at most once per SCRAPE_INTERVAL, later scrapes in it get
+# the same text.
+CONNECTION_SECONDS = 10.0
+MAX_CONNECTIONS = 16
+SCRAPE_INTERVAL = 0.25
 STATUS_PREFIX = "downloader/response_status_count/"
 EXCEPTION_PREFIX = "downloader/exception_type_count/"
 
@@ -118,8 +130,7 @@ class MetricsExtension:
         from twisted.internet import reactor
 
         listener: Any = reactor  # Twisted's interfaces type the reactor poorly
-        site = Site(MetricsPage(self.registry))  # type: ignore[no-untyped-call]
-        site.noisy = False  # no "Starting factory" lines in the crawl's log
+        site = MetricsSite(MetricsPage(self.registry))
         try:
             return listener.listenTCP(port, site, interface=host)
         except CannotListenError as exc:
@@ -290,10 +301,62 @@ class MetricsPage(Resource):
     def __init__(self, registry: CollectorRegistry) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self.registry = registry
+        self.text = b""
+        self.rendered_at = float("-inf")
 
     def render_GET(self, request: WebRequest) -> bytes:
         if request.path != PATH:
             request.setResponseCode(404)
             return b"not found: the metrics are at /metrics\n"
         request.setHeader(b"Content-Type", CONTENT_TYPE_LATEST.encode("ascii"))  # type: ignore[no-untyped-call]
-        return generate_latest(self.registry)
+        now = monotonic()
+        if now - self.rendered_at >= SCRAPE_INTERVAL:
+            self.text = generate_latest(self.registry)
+            self.rendered_at = now
+        return self.text
+
+
+class MetricsChannel(HTTPChannel):
+    """Twisted's HTTP/1.1 server, one request per connection and a bounded life.
+
+    Pipelined requests after the first are read and dropped (Twisted does so on a
+    connection that is not persistent), never answered one after another in one turn of
+    the crawl; the answer says ``Connection: close``, and the connection is aborted,
+    whatever is left of its answer dropped, once it has lived ``CONNECTION_SECONDS``.
+    """
+
+    site: MetricsSite
+
+    def connectionMade(self) -> None:
+        super().connectionMade()  # type: ignore[no-untyped-call]
+        self.site.open += 1
+        transport: Any = self.transport
+        later: Any = self.callLater  # the site's reactor's (HTTPFactory.buildProtocol)
+        self.deadline: Any = later(CONNECTION_SECONDS, transport.abortConnection)
+
+    def connectionLost(self, reason: Failure) -> None:  # type: ignore[override]
+        self.site.open -= 1
+        if self.deadline is not None and self.deadline.active():
+            self.deadline.cancel()
+        self.deadline = None
+        super().connectionLost(reason)  # type: ignore[no-untyped-call]
+
+    def checkPersistence(self, request: Any, version: bytes) -> bool:
+        request.responseHeaders.setRawHeaders(b"Connection", [b"close"])
+        return False
+
+
+class MetricsSite(Site):
+    """The endpoint's factory: ``MetricsChannel`` connections, at most ``MAX_CONNECTIONS``."""
+
+    protocol = MetricsChannel  # type: ignore[assignment]
+    noisy = False  # no "Starting factory" lines in the crawl's log
+
+    def __init__(self, resource: Resource) -> None:
+        super().__init__(resource, timeout=CONNECTION_SECONDS)  # type: ignore[no-untyped-call]
+        self.open = 0
+
+    def buildProtocol(self, addr: IAddress | None) -> Any:
+        if self.open >= MAX_CONNECTIONS:
+            return None  # Twisted closes the connection at once
+        return super().buildProtocol(addr)  # type: ignore[no-untyped-call]
