@@ -6,6 +6,11 @@ handler (Scrapy's "Scraped from" item dumps and "Overridden settings" included, 
 capture too), and every formatter Scrapy builds for its root handler masks the whole
 line it formats, so fields taken from a record's ``extra`` or arguments (a JSON line's
 ``seed`` and ``url``) are masked too.
+
+No object-store credential either: botocore's loggers that dump what a request carries
+(its headers with the session token and the signature, the canonical request, a response
+body that may hold temporary credentials) give nothing below INFO, whatever ``LOG_LEVEL``
+says; and both layers mask a session token or a signature in any line that shows one.
 """
 
 from __future__ import annotations
@@ -25,10 +30,40 @@ _factory: list[Any] = []
 # start: the object store's secret and session token are masked there too.
 _SETTINGS_LINE = "Overridden settings"
 _SECRET_SETTING = re.compile(r"('AWS_(?:SECRET_ACCESS_KEY|SESSION_TOKEN)': )'[^']*'")
+# botocore's loggers whose DEBUG lines show a request's headers or signing steps
+# ("Sending http request", CanonicalRequest, StringToSign, Signature) or a response's
+# headers and body (temporary credentials from STS or the instance metadata service).
+QUIET_BELOW_INFO = ("botocore.auth", "botocore.endpoint", "botocore.parsers", "botocore.utils")
+# An object store's secrets wherever a line shows one: the session token (a header, a
+# canonical request's line, a presigned URL's query, an STS answer's ``SessionToken``),
+# a secret access key by its name, and a request's signature.
+_SIGNED = re.compile(
+    r"(?P<name>(?:security[-_]?token|session[-_]?token|secret[-_]?access[-_]?key|signature)"
+    r"['\"]?\s*[:=>]\s*b?['\"]?)(?P<value>[A-Za-z0-9+/=%_.\-]{8,})",
+    re.IGNORECASE,
+)
+
+
+class _BelowInfo(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.INFO
+
+
+def redact_credentials(text: str) -> str:
+    """``text`` with every session token and request signature in it masked."""
+    low = text.lower()
+    if "token" not in low and "signature" not in low and "secret" not in low:
+        return text  # the common case
+    return _SIGNED.sub(r"\g<name>***", text)
 
 
 def install() -> None:
     """Both layers, once each; call again after anything that rewraps Scrapy's formatter."""
+    for name in QUIET_BELOW_INFO:
+        quiet = logging.getLogger(name)
+        if not any(isinstance(f, _BelowInfo) for f in quiet.filters):
+            # A filter, not a level: it holds whatever level is set on the logger later.
+            quiet.addFilter(_BelowInfo())
     if not _factory:
         previous = logging.getLogRecordFactory()
 
@@ -61,7 +96,8 @@ class RedactingFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         # Control characters escaped too: a line never moves the cursor or links anywhere.
-        return escape_line_controls(redact_text(self.inner.format(record)))
+        line = redact_credentials(redact_text(self.inner.format(record)))
+        return escape_line_controls(line)
 
 
 def redact_record(record: logging.LogRecord) -> None:
@@ -74,7 +110,7 @@ def redact_record(record: logging.LogRecord) -> None:
         message = record.getMessage()
     except Exception:  # a bad format string: logging reports it when the line is emitted
         return
-    redacted = redact_text(message)
+    redacted = redact_credentials(redact_text(message))
     if message.startswith(_SETTINGS_LINE):  # once per crawl: the cost stays off other lines
         redacted = _SECRET_SETTING.sub(r"\1'***'", redacted)
     if redacted != message:
@@ -84,6 +120,6 @@ def redact_record(record: logging.LogRecord) -> None:
             record.msg, record.args = redacted, ()
     if record.exc_info and record.exc_info[1] is not None and not record.exc_text:
         text = logging.Formatter().formatException(record.exc_info)
-        cleaned = redact_text(text)
+        cleaned = redact_credentials(redact_text(text))
         if cleaned != text:
             record.exc_text = cleaned
