@@ -158,6 +158,8 @@ def check(settings: BaseSettings, spargs: dict[str, str]) -> None:
         if os.path.isdir(config.stats_file):
             raise ConfigError("TRAVERSE_STATS_FILE", f"{config.stats_file!r} is a directory")
         check_writable("TRAVERSE_STATS_FILE", os.path.dirname(config.stats_file) or ".")
+    if config.extract is not None:  # the items files, in capture and in replay
+        check_writable("TRAVERSE_ITEMS_DIR", config.items_dir, settings)
     if config.mode == "capture":
         check_writable("TRAVERSE_STORE", config.store, settings)
         if config.warc_dir:

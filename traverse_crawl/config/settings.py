@@ -9,8 +9,10 @@ crawler; the ``Protocol`` types keep this module free of Scrapy.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, TypeVar, get_args
@@ -212,11 +214,27 @@ def parse_port(name: str, value: Any) -> int:
     return port
 
 
+_HOST_LABEL = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
+
+
 def parse_host(name: str, value: Any) -> str:
-    """An address to listen on: an IP address or a host name, never empty."""
+    """An address to listen on: an IP address, or a host name whose labels (IDNA-encoded)
+    are 1 to 63 letters, digits, "-" or "_"; never empty."""
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(name, f"expected an address to listen on, got {value!r}")
-    return value.strip()
+    host = value.strip()
+    try:
+        ipaddress.ip_address(host)
+        return host
+    except ValueError:
+        pass
+    try:
+        labels = host.encode("idna").decode("ascii").removesuffix(".").split(".")
+    except UnicodeError:
+        labels = [""]
+    if not all(_HOST_LABEL.fullmatch(label) for label in labels):
+        raise ConfigError(name, f"expected an IP address or a host name, got {value!r}")
+    return host
 
 
 def parse_field_name(name: str, value: Any) -> str:

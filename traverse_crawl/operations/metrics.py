@@ -72,7 +72,7 @@ def check_port(host: str, port: int) -> None:
     """
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except OSError as exc:
+    except (OSError, UnicodeError) as exc:  # UnicodeError: a name IDNA cannot encode
         raise ConfigError("TRAVERSE_METRICS_HOST", f"cannot resolve {host!r}: {exc}") from None
     family, kind, proto, _, address = infos[0]
     probe = socket.socket(family, kind, proto)
