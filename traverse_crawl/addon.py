@@ -22,6 +22,7 @@ from traverse_crawl.rendering.addon import update_render_settings
 from traverse_crawl.runtime import log_redaction
 
 PRIORITY = "addon"
+COOKIES_MIDDLEWARE = "scrapy.downloadermiddlewares.cookies.CookiesMiddleware"
 
 # The settings of the BFS frontier itself (its scheduler, no duplicate filter, no
 # DepthMiddleware, no Referer) are the traverse spider's: crawl/spider_settings.py.
@@ -56,13 +57,12 @@ SETTINGS: dict[str, Any] = {
     },
     # Traverse sends no cookies, and CookiesMiddleware's module imports tldextract and
     # requests (about 60 ms of every crawl process; Scrapy imports every key of
-    # DOWNLOADER_MIDDLEWARES_BASE, None or not): it is left out of the base as well. A
-    # project that wants cookies names it in DOWNLOADER_MIDDLEWARES and sets
-    # COOKIES_ENABLED.
+    # DOWNLOADER_MIDDLEWARES_BASE, None or not): it is left out of the base as well,
+    # unless the project sets COOKIES_ENABLED (_set_defaults).
     "DOWNLOADER_MIDDLEWARES_BASE": {
         name: order
         for name, order in scrapy_defaults.DOWNLOADER_MIDDLEWARES_BASE.items()
-        if name != "scrapy.downloadermiddlewares.cookies.CookiesMiddleware"
+        if name != COOKIES_MIDDLEWARE
     },
     "FEED_EXPORT_ENCODING": "utf-8",
     "LOG_LEVEL": "INFO",
@@ -122,13 +122,17 @@ DOWNLOADER_MIDDLEWARES: dict[str, int | None] = {
 
 # Spider middlewares, for every spider:
 #
-#   50  HttpErrorMiddleware     (replaces built-in) its HttpError carries the typed error
+#   50  HttpErrorMiddleware     (replaces built-in) its HttpError carries the typed error;
+#                               one no errback took is a WARNING with its kind
+#   60  UnhandledFailureLog     marks the requests a spider yields with no errback: their
+#                               failure is a WARNING with its URL and kind
 #  950  CaptureMiddleware       each page response's snapshot and sourceRef before its
 #                               callback runs (stored in capture mode), and that
 #                               sourceRef on the items the callback yields
 SPIDER_MIDDLEWARES: dict[str, int | None] = {
     "scrapy.spidermiddlewares.httperror.HttpErrorMiddleware": None,
     "traverse_crawl.fetch.http_error_middleware.HttpErrorMiddleware": 50,
+    "traverse_crawl.fetch.failure_middleware.UnhandledFailureLog": 60,
     "traverse_crawl.snapshots.capture_middleware.CaptureMiddleware": 950,
 }
 
@@ -244,6 +248,14 @@ def _set_defaults(settings: BaseSettings) -> None:
     # above it and stays.
     for name, value in SETTINGS.items():
         settings.set(name, value, priority=PRIORITY)
+    if settings.getbool("COOKIES_ENABLED"):
+        # The project's own COOKIES_ENABLED = True (above the add-on's False) gets
+        # Scrapy's cookie handling back, in its place in the base.
+        settings.set(
+            "DOWNLOADER_MIDDLEWARES_BASE",
+            scrapy_defaults.DOWNLOADER_MIDDLEWARES_BASE | SETTINGS["DOWNLOADER_MIDDLEWARES_BASE"],
+            priority=PRIORITY,
+        )
 
 
 def set_merged(settings: BaseSettings, name: str, value: Any) -> None:

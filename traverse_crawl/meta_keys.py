@@ -16,6 +16,7 @@ WARNINGS = "traverse_warnings"  # the page's warnings; the middlewares append to
 SOURCE_REF = "traverse_source_ref"  # capture middleware: its response's snapshot sourceRef
 
 # -- set by the middlewares ----------------------------------------------------------
+UNHANDLED = "traverse_unhandled"  # failure log: a spider's request with no errback
 REDIRECTS = "traverse_redirects"  # redirect: the URLs requested before this hop
 ROBOTS = "traverse_robots"  # robots: marks a robots.txt request
 SITEMAP = "traverse_sitemap"  # sitemaps: "robots" | "sitemap", a request that is not a page

@@ -111,6 +111,7 @@ def test_the_spider_middlewares_that_would_change_the_bfs_are_off_for_the_traver
     assert enabled(settings, "SPIDER_MIDDLEWARES") == [
         "scrapy.spidermiddlewares.start.StartSpiderMiddleware",
         "traverse_crawl.fetch.http_error_middleware.HttpErrorMiddleware",
+        "traverse_crawl.fetch.failure_middleware.UnhandledFailureLog",
         "traverse_crawl.snapshots.capture_middleware.CaptureMiddleware",
     ]
 
@@ -312,3 +313,17 @@ def test_rendering_is_wired_only_when_pages_are_rendered(user, rendered):
             middlewares.index(RENDER_MIDDLEWARE)
             == middlewares.index("traverse_crawl.politeness.retry_middleware.RetryMiddleware") - 1
         )
+
+
+def test_a_project_that_enables_cookies_gets_scrapys_cookie_handling_back():
+    cookies = "scrapy.downloadermiddlewares.cookies.CookiesMiddleware"
+    settings = settings_of({"COOKIES_ENABLED": True})
+    assert cookies in enabled(settings, "DOWNLOADER_MIDDLEWARES")
+    assert settings.getbool("COOKIES_ENABLED")
+
+
+def test_the_traverse_spider_sends_no_cookies_whatever_the_project_enables():
+    cookies = "scrapy.downloadermiddlewares.cookies.CookiesMiddleware"
+    settings = settings_of({"COOKIES_ENABLED": True}, spider=TraverseSpider)
+    assert not settings.getbool("COOKIES_ENABLED")
+    assert cookies not in enabled(settings, "DOWNLOADER_MIDDLEWARES")

@@ -34,6 +34,9 @@ SETTINGS: dict[str, Any] = {
     # new requests: two workers let the requests go on while the item's snapshot is
     # written.
     "CONCURRENT_ITEMS": 2,
+    # Traverse sends no cookies: a project's COOKIES_ENABLED, meant for its own
+    # spiders, does not reach the frontier (``-s`` on the command line still does).
+    "COOKIES_ENABLED": False,
 }
 
 # Spider middlewares that would change the crawl: Traverse sends no Referer; the
@@ -58,7 +61,8 @@ def apply(settings: BaseSettings) -> None:
     add-on's defaults, applied later, do not replace them)."""
     user = SETTINGS_PRIORITIES["project"]
     for name, value in SETTINGS.items():
-        if (settings.getpriority(name) or 0) < user:
+        floor = SETTINGS_PRIORITIES["spider"] if name == "COOKIES_ENABLED" else user
+        if (settings.getpriority(name) or 0) < floor:
             settings.set(name, value, priority="spider")
     # Each dictionary is written back at spider priority at least: ``scrapy crawl``
     # merges the project's settings into the crawler's again after this, and a

@@ -5,11 +5,13 @@ process as the response arrives (``snapshots/capture.py``). Here a page item of 
 traverse spider waits for its page's write, and any other item for the write of the
 snapshot its ``sourceRef`` field names, if that one is not durable yet; so the
 pipelines after this one (the JOBDIR journal, the manifest, a feed) never name a
-snapshot that a crash could lose. A failed write is a page warning.
+snapshot that a crash could lose. A failed write is a page warning; any other item
+of that snapshot goes on with its ``sourceRef`` field set to null, and a warning.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from itemadapter import ItemAdapter
@@ -20,6 +22,8 @@ from traverse_crawl.config.settings import get_config
 from traverse_crawl.crawl.items import PageItem
 from traverse_crawl.snapshots.capture import capture_of
 
+logger = logging.getLogger(__name__)
+
 
 class SnapshotStorePipeline:
     def __init__(self, crawler: Crawler) -> None:
@@ -29,6 +33,7 @@ class SnapshotStorePipeline:
         self.crawler = crawler
         self.capture = capture_of(crawler, config.store)
         self.field = config.item_source_field
+        self.unstored_ref: Any = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SnapshotStorePipeline:
@@ -59,7 +64,20 @@ class SnapshotStorePipeline:
         except TypeError:  # not an item ItemAdapter knows
             return item
         write = self.capture.pending(ref)
-        return item if write is None else self.capture.settle(write, item)
+        return item if write is None else self.capture.settle(write, item, self._item_failed)
+
+    def _item_failed(self, item: Any, reason: str) -> None:
+        """A spider's item whose snapshot was not stored names none: a ``sourceRef`` is
+        a claim that its bytes can be read back, and these cannot."""
+        adapter = ItemAdapter(item)
+        ref = adapter.get(self.field)
+        adapter[self.field] = None
+        if ref != self.unstored_ref:  # one line per snapshot, not per item
+            self.unstored_ref = ref
+            logger.warning(
+                "items of %s are passed on with %s = null: their snapshot was not stored (%s)",
+                ref, self.field, reason,
+            )  # fmt: skip
 
     def _failed(self, item: PageItem, reason: str) -> None:
         frontier = getattr(self.crawler.spider, "frontier", None)
