@@ -23,10 +23,13 @@ from traverse_crawl.extraction.items import items_path
 from traverse_crawl.operations.exit_status import lost_count
 from traverse_crawl.signals import manifest_written, seed_started
 from traverse_crawl.snapshots.store import shown_name
+from traverse_crawl.stats import inc_lost
 from traverse_crawl.utils.atomic import atomic_write_json
 from traverse_crawl.utils.redact import redact_text, redact_url
 
 logger = logging.getLogger(__name__)
+
+STATS_FILE_FAILED = "stats_file/failed"  # the stats file could not be written (lost)
 
 
 def seed_totals(
@@ -111,6 +114,10 @@ class StatsFileExtension:
             # Through JSON once, so a value JSON cannot hold is a string, not an error.
             atomic_write_json(self.path, _roundtrip(document))
         except OSError as exc:
+            # A lost output like any other (exit status 1). Counted before
+            # LostResultsExitStatus reads the count: this extension's engine_stopped runs
+            # first (its order in EXTENSIONS), and the crawl command reads it afterwards.
+            inc_lost(self.crawler.stats, STATS_FILE_FAILED)
             logger.error("could not write the stats file %s (%s)", self.path, exc)
             return
         logger.info("stats file: %s", self.path)
