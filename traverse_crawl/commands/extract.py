@@ -13,11 +13,9 @@ A bad setting, an unknown seed or an unreadable input: one ``error:`` line, exit
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import os
 import sys
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from scrapy.commands import ScrapyCommand
@@ -28,19 +26,19 @@ from traverse_crawl.config.settings import TraverseConfig
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.manifests.read import Loaded, ManifestError, load_all
 from traverse_crawl.snapshots.store import SnapshotStore, open_snapshot_store
-from traverse_crawl.storage.location import Location, is_bucket_url, open_location
+from traverse_crawl.storage.location import Location, open_location
 from traverse_crawl.utils.redact import redact_text
+from traverse_crawl.utils.terminal import escape_controls
 
 if TYPE_CHECKING:
-    from concurrent.futures import Executor
-
     from traverse_crawl.extraction.extractor import Extractor
+    from traverse_crawl.extraction.process import ExtractionPool
 
 # Scrapy imports every command's module at the start of every command, a crawl's too:
 # the extraction modules (the rules' regex and TOML parsers, the span matcher) and the
-# process pool, about 0.1 s, are imported by the functions that use them.
+# extraction processes, about 0.1 s, are imported by the functions that use them.
 
-POOL_PAGES = 200  # fewer pages are extracted in the command's own process
+POOL_PAGES = 200  # pages per extraction process beside the first, up to 4 processes
 
 
 class Command(ProjectCommand, ScrapyCommand):
@@ -79,12 +77,20 @@ class Command(ProjectCommand, ScrapyCommand):
             self.exitcode = 2
 
 
+class _Escaped(logging.Formatter):
+    """``warning: MESSAGE``, its terminal controls escaped (a manifest's URLs and seed ids
+    may come from a shared bucket)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return escape_controls(super().format(record))
+
+
 def _warnings_to_stderr() -> None:
     # The command runs without Scrapy's log: the pages' warnings go to stderr as lines.
     logger = logging.getLogger("traverse_crawl.extraction")
     if not logger.handlers:
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("warning: %(message)s"))
+        handler.setFormatter(_Escaped("warning: %(message)s"))
         logger.addHandler(handler)
         logger.propagate = False
 
@@ -105,33 +111,23 @@ def extract(seed_ids: list[str], config: TraverseConfig, settings: Any = None) -
             )
         manifests = [manifest for manifest in manifests if manifest.seed_id in seed_ids]
     from traverse_crawl.extraction.extractor import Extractor
+    from traverse_crawl.extraction.process import ExtractionPool
 
     _warnings_to_stderr()
-    extractor = Extractor(config.extract, config.max_items_per_page, config.extract_timeout)
+    rules = config.extract
+    extractor = Extractor(rules, config.max_items_per_page, config.extract_timeout)
     items = open_location("TRAVERSE_ITEMS_DIR", config.items_dir, settings or {})
     pages = sum(len(m.data["pages"]) for m in manifests)
-    # The worker processes read a store on disk; a bucket's pages are read here.
-    with worker_pool(config, 0 if is_bucket_url(config.store) else pages) as pool:
+    # Every page is extracted in an extraction process, with the crawl's hard bound on
+    # one page; more than one beside each other for more than a few hundred pages.
+    workers = max(1, min(os.cpu_count() or 1, 4, pages // POOL_PAGES))
+    pool = ExtractionPool(
+        rules, config.max_items_per_page, config.extract_timeout, workers, items=False
+    )
+    try:
         return _extract_all(manifests, config, extractor, store, pool, items)
-
-
-@contextlib.contextmanager
-def worker_pool(config: TraverseConfig, pages: int) -> Iterator[Executor | None]:
-    """Processes that extract pages beside each other (one per CPU, at most 4), for more
-    than a few hundred pages; each compiles the rules again from the file's bytes."""
-    workers = min(os.cpu_count() or 1, 4)
-    rules = config.extract
-    if workers < 2 or pages < POOL_PAGES or rules is None or not rules.raw:
-        yield None
-        return
-    args = (rules.raw, rules.source, config.max_items_per_page, config.extract_timeout,
-            config.store)  # fmt: skip
-    from concurrent.futures import ProcessPoolExecutor
-
-    from traverse_crawl.extraction.from_store import start_worker
-
-    with ProcessPoolExecutor(workers, initializer=start_worker, initargs=args) as pool:
-        yield pool
+    finally:
+        pool.close()
 
 
 def _extract_all(
@@ -139,7 +135,7 @@ def _extract_all(
     config: TraverseConfig,
     extractor: Extractor,
     store: SnapshotStore,
-    pool: Executor | None,
+    pool: ExtractionPool,
     items: Location | None = None,
 ) -> int:
     from traverse_crawl.extraction.from_store import seed_chunks
@@ -156,39 +152,52 @@ def _extract_all(
             write_text(sys.stderr, f"error: cannot write {target}: {exc.strerror or exc}\n")
             status = 1
             continue
-        write_text(
-            sys.stdout,
-            redact_text(
-                f"seed {manifest.seed_id}: {counts['items']} item(s) from {counts['pages']} "
-                f"page(s) -> {target}\n"
-            ),
+        line = (
+            f"seed {manifest.seed_id}: {counts['items']} item(s) from {counts['pages']} "
+            f"page(s) -> {target}"
         )
-        if counts["unread"]:
-            status = 1  # a page's snapshot was not in the store: its items are lost
+        write_text(sys.stdout, escape_controls(redact_text(line)) + "\n")
+        if counts["unread"] or counts["damaged"]:
+            # A page's snapshot is not in the store, or not the capture: its items are lost.
+            status = 1
     return status
 
 
 def verify(path: str, config: TraverseConfig, settings: Any = None) -> int:
-    from traverse_crawl.extraction.items import read_items
-    from traverse_crawl.extraction.verify import Verifier
+    from traverse_crawl.extraction.verify import Verifier, clip
 
+    if config.extract is None:
+        raise ConfigError(
+            "TRAVERSE_EXTRACT",
+            "not set: --verify extracts every item again with the rules that made it; "
+            "name their extraction file",
+        )
     try:
-        items = read_items(path)
+        handle = open(path, "rb")  # closed below, after the last line
     except OSError as exc:
         raise ConfigError("--verify", f"cannot read {path}: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise ConfigError("--verify", str(exc)) from None
-    verifier = Verifier(open_snapshot_store(config.store, settings))
+    verifier = Verifier(
+        open_snapshot_store(config.store, settings),
+        config.extract,
+        config.max_items_per_page,
+        config.extract_timeout,
+    )
     found = 0
-    for number, item in items:
-        for mismatch in verifier.verify(number, item):
-            found += 1
-            write_text(sys.stdout, redact_text(f"{path}: {mismatch}\n"))
+    try:
+        with handle:
+            for mismatch in verifier.verify_lines(iter(handle)):
+                found += 1
+                write_text(sys.stdout, clip(redact_text(f"{path}: {mismatch}")) + "\n")
+    except OSError as exc:
+        raise ConfigError("--verify", f"cannot read {path}: {exc.strerror or exc}") from None
+    finally:
+        verifier.close()
     if found:
-        write_text(sys.stderr, f"{found} mismatch(es) in {len(items)} item(s)\n")
+        write_text(sys.stderr, f"{found} mismatch(es) in {verifier.items} item(s)\n")
         return 1
     write_text(
         sys.stdout,
-        f"{path}: {len(items)} item(s), {verifier.entries} evidence entries verified\n",
+        clip(f"{path}: {verifier.items} item(s), {verifier.entries} evidence entries verified")
+        + "\n",
     )
     return 0

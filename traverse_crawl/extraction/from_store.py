@@ -4,34 +4,37 @@ The items file of a seed is the concatenation, page by page in the manifest's or
 of each extracted page's lines. ``seed_chunks`` yields them, taking a page's lines from
 ``cached`` when the crawl has extracted it already (the same snapshot and rules give
 the same bytes), else extracting the snapshot its ``sourceRef`` names. ``scrapy
-extract`` uses it with no cache; the crawl with the pages it extracted itself.
+extract`` uses it with no cache and an ``ExtractionPool`` (``extraction/process.py``:
+the crawl's hard bound on a page); the crawl with the pages it extracted itself.
+
+A snapshot is read only through the store's own ``sourceRef`` resolution
+(``SnapshotStore.read_ref``), and its body is used only when it still matches its
+``bodyHash`` (``body_matches``): a body changed since the capture is a page warning
+and no items, never items under the original bytes' ``sourceRef``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-import os
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from traverse_crawl.extraction.extractor import Extraction, Extractor
 from traverse_crawl.extraction.items import encode_item
-from traverse_crawl.extraction.rules import rules_from_bytes
 from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.snapshots.source_ref import parse_source_ref
-from traverse_crawl.snapshots.store import (
-    FilesystemSnapshotStore,
-    SnapshotStore,
-    deserialize,
-    file_name,
-    source_dir_name,
-)
+from traverse_crawl.snapshots.store import SnapshotStore, body_matches
+
+if TYPE_CHECKING:
+    from traverse_crawl.extraction.process import ExtractionPool, PageJob
 
 logger = logging.getLogger(__name__)
 
 Cached = Callable[[str, str], bytes | None]  # (page id, sourceRef) -> the page's lines
+
+UNREAD = "not in the store"
+DAMAGED = "changed since the capture"
 
 
 def page_key(page_id: str, source_ref: str) -> bytes:
@@ -40,26 +43,31 @@ def page_key(page_id: str, source_ref: str) -> bytes:
 
 
 def read_snapshot(store: SnapshotStore, source_ref: str) -> Snapshot | None:
-    """The snapshot ``source_ref`` names: its file is found by name (``fetchedAt`` and
-    hash), so a page captured many times is not a scan of its directory."""
+    """The snapshot ``source_ref`` names, or None (a ref that is not one, or that names
+    no file of the store: ``SnapshotStore.read_ref``). Its body is not checked."""
     ref = parse_source_ref(source_ref)
-    if ref is None:
-        return None
-    name = file_name({"fetchedAt": ref.fetched_at, "bodyHash": ref.body_hash})  # type: ignore[typeddict-item]
-    try:
-        data = store.location.read(f"{source_dir_name(ref.source_id)}/{name}")
-        snapshot = None if data is None else deserialize(data.decode("utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        snapshot = None
-    if (
-        snapshot is not None
-        and snapshot["bodyHash"] == ref.body_hash
-        and snapshot["fetchedAt"] == ref.fetched_at
-    ):
-        return snapshot
-    if "/" in name or os.sep in name:
-        return None
-    return store.find(ref.source_id, ref.body_hash, ref.fetched_at)
+    return None if ref is None else store.read_ref(ref)
+
+
+def read_checked(store: SnapshotStore, source_ref: str) -> Snapshot | str:
+    """The snapshot ``source_ref`` names with its body checked against its hash, or
+    why there is none to use: ``UNREAD`` or ``DAMAGED``."""
+    snapshot = read_snapshot(store, source_ref)
+    if snapshot is None:
+        return UNREAD
+    if not body_matches(snapshot):
+        return DAMAGED
+    return snapshot
+
+
+def problem_warning(problem: str, source_ref: str) -> str:
+    """The page warning for a snapshot that cannot be extracted."""
+    if problem == DAMAGED:
+        return (
+            f"the stored body of {source_ref} does not match its bodyHash (changed since "
+            "the capture); no items from this page"
+        )
+    return f"no snapshot in the store for {source_ref}; the page's items are not in the items file"
 
 
 def extractable(page: dict[str, Any]) -> bool:
@@ -89,40 +97,17 @@ def encode_items(extraction: Extraction) -> bytes:
     return b"".join(encode_item(item) for item in extraction.items)
 
 
-# Pages extracted per task of a pool's worker, and pages in flight at once.
-BATCH = 25
+# Pages (and bytes of their bodies) read ahead of their extraction by a pool.
 WINDOW = 400
+WINDOW_BYTES = 64 << 20
 
-# (the page's lines, or None when its snapshot is not in the store; its warnings)
+# (the page's lines, or None when its snapshot cannot be used; its warnings)
 PageResult = tuple[bytes | None, list[str]]
-_worker: tuple[Extractor, FilesystemSnapshotStore] | None = None
 
 
-def start_worker(raw: bytes, source: str, max_items: int, timeout: float, store_root: str) -> None:
-    """A pool worker's initializer: the rules compiled again from the file's bytes."""
-    global _worker
-    rules = rules_from_bytes(raw, source)
-    _worker = (Extractor(rules, max_items, timeout), FilesystemSnapshotStore(store_root))
-
-
-def extract_pages(
-    batch: list[tuple[dict[str, Any], str]],
-    extractor: Extractor | None = None,
-    store: SnapshotStore | None = None,
-) -> list[PageResult]:
-    """Each ``(page, seed URL)``'s lines, read from the store and extracted."""
-    if extractor is None:
-        assert _worker is not None
-        extractor, store = _worker
-    results: list[PageResult] = []
-    for page, seed_url in batch:
-        snapshot = read_snapshot(store, page["sourceRef"]) if store is not None else None
-        if snapshot is None:
-            results.append((None, []))
-            continue
-        extraction = extract_snapshot(extractor, snapshot, page, seed_url)
-        results.append((encode_items(extraction), extraction.warnings))
-    return results
+def job_of(snapshot: Snapshot, page: dict[str, Any], seed_url: str) -> PageJob:
+    return (snapshot["body"], snapshot["url"], page["url"], page.get("id"), page["sourceRef"],
+            seed_url)  # fmt: skip
 
 
 def seed_chunks(
@@ -131,46 +116,72 @@ def seed_chunks(
     manifest: dict[str, Any],
     cached: Cached | None = None,
     counts: dict[str, int] | None = None,
-    pool: Executor | None = None,
+    pool: ExtractionPool | None = None,
 ) -> Iterator[bytes]:
-    """The items file of one seed, page by page (``counts``: pages, items, unread).
+    """The items file of one seed, page by page (``counts``: pages, items, and the pages
+    whose snapshot is ``unread`` or ``damaged``: their items are lost, each a warning).
 
-    With a ``pool`` (of processes started by ``start_worker``), the pages not cached
-    are extracted there, a window at a time; the order stays the manifest's."""
+    With a ``pool``, the pages not cached are extracted there (the crawl's hard bound
+    on a page), up to ``WINDOW`` pages or ``WINDOW_BYTES`` of bodies at a time; the
+    order stays the manifest's."""
     seed = manifest.get("seed", {})
     seed_url = str(seed.get("url", ""))
     counts = counts if counts is not None else {}
-    for key in ("pages", "items", "unread"):
+    for key in ("pages", "items", "unread", "damaged"):
         counts.setdefault(key, 0)
-    pages = [page for page in manifest.get("pages", []) if extractable(page)]
-    for at in range(0, len(pages), WINDOW):
-        window = pages[at : at + WINDOW]
-        results: list[PageResult | None] = [
-            None if cached is None else _cached(cached, page) for page in window
-        ]
-        todo = [(page, seed_url) for page, result in zip(window, results, strict=True)
-                if result is None]  # fmt: skip
-        batches = [todo[i : i + BATCH] for i in range(0, len(todo), BATCH)]
-        if pool is None:
-            done = [extract_pages(batch, extractor, store) for batch in batches]
+    window: list[tuple[dict[str, Any], PageResult | Snapshot]] = []
+    size = 0
+    for page in manifest.get("pages", []):
+        if not extractable(page):
+            continue
+        done = _cached(cached, page) if cached is not None else None
+        found = _read(store, page, counts) if done is None else done
+        if not isinstance(found, tuple) and pool is None:
+            extraction = extract_snapshot(extractor, found, page, seed_url)
+            found = (encode_items(extraction), extraction.warnings)
+        window.append((page, found))
+        if not isinstance(found, tuple):
+            size += len(found["body"])
+        if len(window) >= WINDOW or size >= WINDOW_BYTES:
+            yield from _done(window, pool, seed, seed_url, counts)
+            window, size = [], 0
+    yield from _done(window, pool, seed, seed_url, counts)
+
+
+def _read(
+    store: SnapshotStore | None, page: dict[str, Any], counts: dict[str, int]
+) -> PageResult | Snapshot:
+    ref = page["sourceRef"]
+    snapshot = read_checked(store, ref) if store is not None else UNREAD
+    if isinstance(snapshot, str):
+        counts["unread" if snapshot == UNREAD else "damaged"] += 1
+        return None, [problem_warning(snapshot, ref)]
+    return snapshot
+
+
+def _done(
+    window: list[tuple[dict[str, Any], PageResult | Snapshot]],
+    pool: ExtractionPool | None,
+    seed: dict[str, Any],
+    seed_url: str,
+    counts: dict[str, int],
+) -> Iterator[bytes]:
+    """The window's pages' lines, in order, their warnings logged."""
+    jobs = [job_of(found, page, seed_url) for page, found in window if not isinstance(found, tuple)]
+    answers = iter(pool.extract(jobs) if pool is not None and jobs else [])
+    for page, found in window:
+        if isinstance(found, tuple):
+            lines, warnings = found
         else:
-            done = list(pool.map(extract_pages, batches))
-        extracted = iter(result for batch in done for result in batch)
-        for page, result in zip(window, results, strict=True):
-            lines, warnings = result if result is not None else next(extracted)
-            for warning in warnings:
-                logger.warning("%s: %s", page.get("url"), warning)
-            if lines is None:
-                counts["unread"] += 1
-                logger.warning(
-                    "%s: no snapshot in the store for %s; the page's items are not in "
-                    "the items file", page.get("url"), page["sourceRef"],
-                    extra={"seed": seed.get("id"), "url": page.get("url")},
-                )  # fmt: skip
-                continue
-            counts["pages"] += 1
-            counts["items"] += lines.count(b"\n")
-            yield lines
+            lines, _items, warnings = next(answers)
+        for warning in warnings:
+            logger.warning("%s: %s", page.get("url"), warning,
+                           extra={"seed": seed.get("id"), "url": page.get("url")})  # fmt: skip
+        if lines is None:
+            continue
+        counts["pages"] += 1
+        counts["items"] += lines.count(b"\n")
+        yield lines
 
 
 def _cached(cached: Cached, page: dict[str, Any]) -> PageResult | None:

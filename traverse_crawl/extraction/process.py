@@ -13,23 +13,41 @@ quadratic in a large page's nodes) cannot see; here it is a hard bound: a page
 unanswered for ``overdue_after`` seconds since the child began it gets the child
 killed, ``OVERDUE`` for that page, and ``on_overdue`` is called so that the caller can
 start another child for the pages after it.
+
+``ExtractionPool`` is the same children and bound for a command with no event loop of
+its own (``scrapy extract``, ``--verify``): pages in, answers out in order, a page past
+the bound answered with the timeout warning and no items.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import logging
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable
-from typing import Final
+from typing import Any, Final
 
+from traverse_crawl.extraction.extractor import Extractor, timeout_warning
+from traverse_crawl.extraction.from_store import encode_items
 from traverse_crawl.extraction.process_main import Answer
 from traverse_crawl.extraction.rules import Rules
 from traverse_crawl.utils.framed_pipe import FramedChild, package_command
 
+logger = logging.getLogger("traverse_crawl.extraction")
+
 OVERDUE: Final = "overdue"
+# A page's fields: (body, final URL, page URL, page id, sourceRef, seed URL).
+PageJob = tuple[str, str, str | None, str | None, str | None, str | None]
+
+
+def overdue_after(timeout: float) -> float:
+    """The hard bound on one page: after ``TRAVERSE_EXTRACT_TIMEOUT``, which the
+    extraction checks itself, with room for it to do so (half of it, at least 1 s)."""
+    return timeout + max(1.0, timeout / 2)
 
 
 class ExtractionProcess(FramedChild):
@@ -41,6 +59,7 @@ class ExtractionProcess(FramedChild):
         timeout: float,
         overdue_after: float,
         on_overdue: Callable[[], None],
+        items: bool = True,
     ) -> None:
         # OSError if it cannot start: the caller extracts in the crawl.
         super().__init__(loop, package_command("traverse_crawl.extraction.process_main", True))
@@ -53,9 +72,11 @@ class ExtractionProcess(FramedChild):
         self.head_since = 0.0  # when the child began the oldest unanswered page
         self.watch: asyncio.TimerHandle | None = None
         self.event_loop = loop
-        self._send(
-            {"raw": rules.raw, "source": rules.source, "max_items": max_items, "timeout": timeout}
-        )
+        config: dict[str, Any] = {"raw": rules.raw, "source": rules.source,
+                                  "max_items": max_items, "timeout": timeout}  # fmt: skip
+        if not items:
+            config["items"] = False
+        self._send(config)
 
     @property
     def lost(self) -> bool:
@@ -67,10 +88,10 @@ class ExtractionProcess(FramedChild):
         self,
         body: str,
         final_url: str,
-        page_url: str,
-        page_id: str,
-        source_ref: str,
-        seed_url: str,
+        page_url: str | None,
+        page_id: str | None,
+        source_ref: str | None,
+        seed_url: str | None,
     ) -> asyncio.Future[Answer | str | None]:
         future: asyncio.Future[Answer | str | None] = self.event_loop.create_future()
         if self.ended:
@@ -136,3 +157,119 @@ class ExtractionProcess(FramedChild):
         for position, future in enumerate(waiting):
             if not future.done():
                 future.set_result(OVERDUE if self.overdue and position == 0 else None)
+
+
+class ExtractionPool:
+    """Pages extracted in ``workers`` extraction processes with the crawl's hard bound
+    (``overdue_after``), for a command without an event loop: ``extract(jobs)`` gives
+    each job's ``(lines, items, warnings)``, in order. A page past the bound has no
+    items and the timeout warning; the child is killed and another takes the pages
+    after it. A page a child did not answer (its extraction raised, or no child could
+    be had) is extracted in this process, as the crawl does. ``items=False``: only the
+    lines and warnings come back."""
+
+    def __init__(
+        self,
+        rules: Rules,
+        max_items: int,
+        timeout: float,
+        workers: int = 1,
+        items: bool = True,
+    ) -> None:
+        self.rules = rules
+        self.max_items = max_items
+        self.timeout = timeout
+        self.items = items
+        # Its own event loop, in a thread of its own: the caller may be inside a loop.
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(
+            target=self.loop.run_forever, name="traverse-extract-pool", daemon=True
+        )
+        self.thread.start()
+        self.children: list[ExtractionProcess | None] = [None] * max(1, workers)
+        self.retired: list[ExtractionProcess] = []
+        self.overdue = 0  # pages past the hard bound
+        self.no_process = not rules.raw  # rules given as data: no child can compile them
+        self._here: Extractor | None = None
+
+    def extract(self, jobs: list[PageJob]) -> list[Answer]:
+        slots = len(self.children)
+        found = asyncio.run_coroutine_threadsafe(self._all(jobs, slots), self.loop).result()
+        return [
+            self._in_this_process(job) if answer is None else answer
+            for job, answer in zip(jobs, found, strict=True)
+        ]
+
+    def close(self) -> None:
+        """Let the children go, and reap them."""
+        if self.loop.is_closed():
+            return
+        asyncio.run_coroutine_threadsafe(self._close(), self.loop).result()
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join()
+        self.loop.close()
+        for child in [*self.retired, *self.children]:
+            if child is not None:
+                child.reap(timeout=1.0)
+        self.children = [None] * len(self.children)
+        self.retired.clear()
+
+    async def _close(self) -> None:
+        for child in self.children:
+            if child is not None and child.alive:
+                child.close()
+
+    async def _all(self, jobs: list[PageJob], slots: int) -> list[Answer | None]:
+        tasks = [self._one(position % slots, job) for position, job in enumerate(jobs)]
+        return list(await asyncio.gather(*tasks))
+
+    async def _one(self, slot: int, job: PageJob) -> Answer | None:
+        for _attempt in range(3):
+            child = self._child(slot)
+            if child is None:
+                return None
+            found = await child.extract(*job)
+            if found == OVERDUE:
+                self.overdue += 1
+                return b"", [], [timeout_warning(self.timeout)]
+            if isinstance(found, tuple):
+                return found
+            if child.alive:
+                return None  # its extraction raised there: this process reports what it is
+            # Killed for another page past the bound, or lost: the next child takes it.
+        return None
+
+    def _child(self, slot: int) -> ExtractionProcess | None:
+        child = self.children[slot]
+        if child is not None and child.alive:
+            return child
+        if self.no_process:
+            return None
+        if child is not None:
+            self.retired.append(child)
+        try:
+            child = ExtractionProcess(
+                self.loop, self.rules, self.max_items, self.timeout,
+                overdue_after=overdue_after(self.timeout), on_overdue=lambda: None,
+                items=self.items,
+            )  # fmt: skip
+        except OSError as exc:
+            self.no_process = True
+            logger.warning(
+                "no extraction process could be started (%s); pages are extracted here, "
+                "without the hard bound on a page", exc,
+            )  # fmt: skip
+            return None
+        self.children[slot] = child
+        return child
+
+    def _in_this_process(self, job: PageJob) -> Answer:
+        if self._here is None:
+            self._here = Extractor(self.rules, self.max_items, self.timeout)
+        body, final_url, page_url, page_id, source_ref, seed_url = job
+        extraction = self._here.extract(
+            body, final_url, page_url=page_url, page_id=page_id, source_ref=source_ref,
+            seed_url=seed_url,
+        )  # fmt: skip
+        found = [dict(item) for item in extraction.items] if self.items else []
+        return encode_items(extraction), found, extraction.warnings

@@ -9,13 +9,14 @@ items file is the same whichever process extracted its pages.
 
 The protocol (the frames of ``snapshots/writer_process.py``): on stdin first
 ``{"raw": the extraction file's bytes, "source": its path, "max_items": int,
-"timeout": float}``, then one ``(body, final URL, page URL, page id, sourceRef, seed
-URL)`` per page. On stdout one frame per page, in order: ``(lines, items, warnings)``
-(the page's lines of the items file, its items as plain dicts, its page warnings),
-or ``None`` for a page whose extraction raised (the crawl extracts that page itself,
-and so reports what it finds). If the rules cannot be compiled the process exits at
-once; at EOF on stdin it exits. Imports only the standard library and the extraction
-modules (lxml, regex).
+"timeout": float}`` (and ``"items": False`` to be sent no items,
+only the lines: what ``scrapy extract`` needs), then one ``(body, final URL, page URL,
+page id, sourceRef, seed URL)`` per page. On stdout one frame per page, in order:
+``(lines, items, warnings)`` (the page's lines of the items file, its items as plain
+dicts, its page warnings), or ``None`` for a page whose extraction raised (the crawl
+extracts that page itself, and so reports what it finds). If the rules cannot be
+compiled the process exits at once; at EOF on stdin it exits. Imports only the standard
+library and the extraction modules (lxml, regex).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from traverse_crawl.snapshots.writer_process import Frames, next_batch, send
 Answer = tuple[bytes, list[dict[str, Any]], list[str]]
 
 
-def answer(extractor: Extractor, page: tuple[Any, ...]) -> Answer:
+def answer(extractor: Extractor, page: tuple[Any, ...], items: bool = True) -> Answer:
     body, final_url, page_url, page_id, source_ref, seed_url = page
     extraction = extractor.extract(
         body,
@@ -43,7 +44,8 @@ def answer(extractor: Extractor, page: tuple[Any, ...]) -> Answer:
         seed_url=seed_url,
     )
     # marshal takes exact builtins: each ExtractedItem (a dict subclass) as a dict.
-    return encode_items(extraction), [dict(item) for item in extraction.items], extraction.warnings
+    found = [dict(item) for item in extraction.items] if items else []
+    return encode_items(extraction), found, extraction.warnings
 
 
 def main() -> None:
@@ -59,11 +61,16 @@ def main() -> None:
         rules = rules_from_bytes(config[0]["raw"], config[0]["source"])
     except Exception:  # the crawl compiled the same bytes: it extracts every page itself
         return
-    extractor = Extractor(rules, config[0]["max_items"], config[0]["timeout"])
+    extractor = Extractor(
+        rules,
+        config[0]["max_items"],
+        config[0]["timeout"],
+    )
+    items = bool(config[0].get("items", True))
     while batch := next_batch(frames, 64):
         for page in batch:
             try:
-                found: Any = answer(extractor, page)
+                found: Any = answer(extractor, page, items)
             except Exception:
                 found = None
             if not send(1, found):

@@ -1,183 +1,338 @@
 """``scrapy extract --verify``: every item of an items file against the bytes it names.
 
-For each item: its snapshot is read again by ``sourceRef`` (and its body checked
-against the ref's sha256); each evidence entry's node is resolved again in the parsed
-body and must read exactly the entry's text; a span must be where that node's text
-is, and cover it; and each value in ``fields`` must be what the entry's text gives
-through the ``re``, ``url`` and ``type`` the entry names. Needs no extraction file.
+An items file may have been written by anyone, so nothing in it is trusted but as a
+claim: each item is extracted again, from the snapshot its ``sourceRef`` names (found
+only by the store's own resolution, ``SnapshotStore.read_ref``, its body checked
+against its ``bodyHash``), with the rules of ``TRAVERSE_EXTRACT`` (which must be the
+rules that made it: the item's ``extractor`` is their ``sha256:``), in an extraction
+process with the crawl's bounds (``extraction/process.py``). The item must be exactly
+what that gives: every value, every evidence entry (selector, node, text, span, ``re``,
+``url``, ``type``, reason), ``missing``. No selector, node, regular expression or text
+of the file is ever evaluated. Each difference is one line, each line bounded in
+length (``LINE``, a value shown in at most ``SHOWN`` characters, with its length);
+an item gives at most ``PER_ITEM`` lines. A line that is not an item (bad JSON, nested
+too deeply, not UTF-8) is a line too, never a traceback and never a pass.
 """
 
 from __future__ import annotations
 
-import hashlib
+import collections
+import json
+import reprlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import regex
-from lxml import etree
-
-from traverse_crawl.extraction.extractor import document_base, matched_text, parse_body
-from traverse_crawl.extraction.from_store import read_snapshot
-from traverse_crawl.extraction.rules import NAMESPACES
-from traverse_crawl.extraction.spans import SourceMap
-from traverse_crawl.extraction.values import NoValue, derive
-from traverse_crawl.snapshots.model import Snapshot
+from traverse_crawl.extraction.extractor import timeout_warning
+from traverse_crawl.extraction.from_store import DAMAGED, read_checked
+from traverse_crawl.extraction.process import ExtractionPool
+from traverse_crawl.extraction.rules import Rules
+from traverse_crawl.snapshots.source_ref import parse_source_ref
 from traverse_crawl.snapshots.store import SnapshotStore
+from traverse_crawl.utils.terminal import escape_controls
+
+SHOWN = 120  # characters of one value, at most, in a line
+LINE = 1000  # characters of a line, at most
+PER_ITEM = 20  # lines of one item, at most (then one saying how many more)
+PAGES_KEPT = 8  # pages' extractions kept for the items after them
+
+_EVIDENCE_KEYS = ("selector", "node", "text", "span", "re", "url", "type", "reason")
+_ITEM_KEYS = ("type", "pageId", "url", "sourceRef", "extractor")
+_REQUIRED: tuple[tuple[str, type], ...] = (
+    ("type", str), ("url", str), ("sourceRef", str), ("fields", dict), ("missing", list),
+    ("extractor", str), ("evidence", dict),
+)  # fmt: skip
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+_REPR = reprlib.Repr()
+_REPR.maxstring = SHOWN
+_REPR.maxother = SHOWN
+_REPR.maxlevel = 3
+_REPR.maxlist = _REPR.maxdict = _REPR.maxtuple = 6
+
+
+def shown(value: Any) -> str:
+    """``repr(value)`` in at most about ``SHOWN`` characters, with its length when cut."""
+    text = _REPR.repr(value)
+    if len(text) > SHOWN:
+        text = text[: SHOWN - 1] + "…"
+    if isinstance(value, str) and len(value) > SHOWN - 2:
+        text += f" ({len(value):,} characters)"
+    elif isinstance(value, (list, dict)) and len(value) > _REPR.maxlist:
+        text += f" ({len(value):,} {'entries' if isinstance(value, list) else 'keys'})"
+    return text
+
+
+def plain(text: str) -> str:
+    """A URL as it is, in at most about ``SHOWN`` characters, with its length when cut."""
+    if len(text) <= SHOWN:
+        return text
+    return f"{text[: SHOWN - 1]}… ({len(text):,} characters)"
+
+
+def clip(line: str) -> str:
+    """One output line: terminal controls escaped, at most ``LINE`` characters."""
+    line = escape_controls(line)
+    return line if len(line) <= LINE else line[: LINE - 1] + "…"
+
+
+def strict_equal(a: Any, b: Any) -> bool:
+    """Equal as JSON values: ``1``, ``1.0`` and ``true`` are three different values."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(strict_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(strict_equal(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
 
 
 @dataclass(frozen=True)
 class Mismatch:
     line: int
-    item: str  # "type T, url U"
-    field: str  # "" for the item as a whole
+    item: str  # "type T, url U", or "" when the line is not an item
+    field: str | None  # None for the item as a whole
     why: str
 
     def __str__(self) -> str:
-        where = f"line {self.line} ({self.item})"
-        return (
-            f"{where}, field {self.field!r}: {self.why}" if self.field else f"{where}: {self.why}"
-        )
-
-
-class _Page:
-    def __init__(self, snapshot: Snapshot) -> None:
-        self.snapshot = snapshot
-        self.root, exact = parse_body(snapshot["body"])
-        self.source = (
-            SourceMap(snapshot["body"], self.root) if exact and self.root is not None else None
-        )
-        self.base = (
-            document_base(self.root, snapshot["url"]) if self.root is not None else snapshot["url"]
-        )
-
-
-def body_matches(snapshot: Snapshot) -> bool:
-    body = snapshot["body"].encode("utf-8", "surrogatepass")
-    return hashlib.sha256(body).hexdigest() == snapshot["bodyHash"]
+        where = f"line {self.line} ({self.item})" if self.item else f"line {self.line}"
+        if self.field is None:
+            return f"{where}: {self.why}"
+        return f"{where}, field {shown(self.field)}: {self.why}"
 
 
 class Verifier:
-    def __init__(self, store: SnapshotStore) -> None:
+    """Checks items against what ``rules`` give from their snapshots in ``store``."""
+
+    def __init__(self, store: SnapshotStore, rules: Rules, max_items: int, timeout: float) -> None:
         self.store = store
-        self._ref = ""
-        self._page: _Page | None = None
+        self.rules = rules
+        self.timeout = timeout
+        self.fields = {t.name: [f.name for f in t.fields] for t in rules.types}
+        self.pool = ExtractionPool(rules, max_items, timeout, workers=1)
+        self.pages: collections.OrderedDict[tuple[str, Any, str], list[dict[str, Any]] | str]
+        self.pages = collections.OrderedDict()
+        self.seen: collections.Counter[tuple[str, Any, str, str]] = collections.Counter()
+        self.items = 0
         self.entries = 0
 
-    def _load(self, ref: str) -> _Page | str:
-        if ref == self._ref and self._page is not None:
-            return self._page
-        snapshot = read_snapshot(self.store, ref)
-        if snapshot is None:
-            return f"its snapshot is not in the store ({ref})"
-        if snapshot.get("bodyBytes") is None and not body_matches(snapshot):
-            return "its snapshot's body does not match the sha256 of its sourceRef"
-        self._ref, self._page = ref, _Page(snapshot)
-        return self._page
+    def close(self) -> None:
+        self.pool.close()
 
-    def verify(self, number: int, item: dict[str, Any]) -> Iterator[Mismatch]:
-        label = f"type {item.get('type')!r}, url {item.get('url')}"
-        ref = item.get("sourceRef")
-        if not isinstance(ref, str):
-            yield Mismatch(number, label, "", "no sourceRef")
-            return
-        page = self._load(ref)
-        if isinstance(page, str):
-            yield Mismatch(number, label, "", page)
-            return
-        fields = item.get("fields") or {}
-        evidence = item.get("evidence") or {}
-        missing = item.get("missing") or []
-        for name in fields:
-            if name not in evidence:
-                yield Mismatch(number, label, name, "a value without evidence")
-        for name in missing:
-            if name in fields:
-                yield Mismatch(number, label, name, "both in fields and missing")
-        for name, entries in evidence.items():
-            if not isinstance(entries, list):
-                yield Mismatch(number, label, name, "its evidence is not a list")
+    def verify_lines(self, lines: Iterator[bytes]) -> Iterator[Mismatch]:
+        """Each line's mismatches (blank lines are skipped)."""
+        for number, raw in enumerate(lines, 1):
+            if not raw.strip():
                 continue
-            yield from self._field(number, label, name, entries, fields, page)
-
-    def _field(
-        self,
-        number: int,
-        label: str,
-        name: str,
-        entries: list[Any],
-        fields: dict[str, Any],
-        page: _Page,
-    ) -> Iterator[Mismatch]:
-        derived: list[Any] = []
-        many = isinstance(fields.get(name), list)
-        for entry in entries:
-            self.entries += 1
-            if not isinstance(entry, dict) or not isinstance(entry.get("text"), str):
-                yield Mismatch(number, label, name, "an evidence entry without text")
-                continue
-            text = entry["text"]
-            why = self._where(entry, text, page)
-            if why is not None:
-                yield Mismatch(number, label, name, why)
-                # The value is still checked against the text the entry claims.
+            self.items += 1
             try:
-                pattern = regex.compile(entry["re"]) if "re" in entry else None
-                value = derive(text, pattern, bool(entry.get("url")),
-                               str(entry.get("type", "string")), page.base)  # fmt: skip
-            except NoValue as exc:
-                if "reason" not in entry:
-                    yield Mismatch(number, label, name, f"its text gives no value ({exc})")
+                item = _DECODER.decode(raw.decode("utf-8"))
+            except (ValueError, RecursionError) as exc:
+                reason = "nested too deeply" if isinstance(exc, RecursionError) else exc
+                yield Mismatch(number, "", None, f"not a JSON item ({reason})")
                 continue
-            except (regex.error, KeyError, TypeError) as exc:
-                yield Mismatch(number, label, name, f"an evidence entry that cannot be read: {exc}")
-                continue
-            if "reason" in entry:
-                yield Mismatch(number, label, name, f"the text {text!r} gives {value!r}, "
-                               f"yet the evidence says: {entry['reason']}")  # fmt: skip
-                continue
-            derived.append(value)
-        if name not in fields:
-            if derived:
-                yield Mismatch(
-                    number, label, name, f"missing, yet its evidence gives {derived[0]!r}"
-                )
-            return
-        expected = derived if many else (derived[0] if derived else None)
-        if fields[name] != expected or type(fields[name]) is not type(expected):
-            yield Mismatch(number, label, name,
-                           f"the value {fields[name]!r} is not what its evidence gives "
-                           f"({expected!r})")  # fmt: skip
+            found = 0
+            try:
+                for mismatch in self.verify(number, item):
+                    found += 1
+                    if found <= PER_ITEM:
+                        yield mismatch
+            except RecursionError:
+                found += 1
+                yield Mismatch(number, "", None, "not an extracted item (nested too deeply)")
+            if found > PER_ITEM:
+                yield Mismatch(number, "", None, f"{found - PER_ITEM:,} more mismatch(es)")
 
-    def _where(self, entry: dict[str, Any], text: str, page: _Page) -> str | None:
-        """Why the entry's node does not read its text (or its span is wrong), or None."""
-        node = entry.get("node")
-        span = entry.get("span")
-        if node is None:
-            return None if span is None else "a span without a node"
-        if page.root is None:
-            return "the stored body does not parse"
-        try:
-            found = etree.XPath(str(node), namespaces=NAMESPACES, smart_strings=True)(page.root)
-        except etree.XPathError:
-            return f"the node {node} is not an XPath"
-        if not isinstance(found, list) or len(found) != 1:
-            return f"the node {node} is not one node of the page"
-        result = found[0]
-        actual = matched_text(result)
-        if actual != text:
-            return f"the text at {node} is {actual!r}, not {text!r}"
-        if span is None:
-            return None
-        body = page.snapshot["body"]
-        if (
-            not isinstance(span, list)
-            or len(span) != 2
-            or not all(isinstance(n, int) for n in span)
-            or body[span[0] : span[1]] != text
-        ):
-            return f"the span {span} does not hold {text!r} in the stored body"
-        located = page.source.span(result, text) if page.source is not None else None
-        if located is None or list(located) != span:
-            return f"the span {span} is not where the text of {node} is"
+    def verify(self, number: int, item: Any) -> Iterator[Mismatch]:
+        if not isinstance(item, dict):
+            yield Mismatch(number, "", None, "not an extracted item (a JSON object)")
+            return
+        url = item.get("url")
+        url = plain(url) if isinstance(url, str) else shown(url)
+        label = f"type {shown(item.get('type'))}, url {url}"
+        for key, kind in _REQUIRED:
+            if not isinstance(item.get(key), kind):
+                yield Mismatch(
+                    number, label, None, f"not an extracted item: {key!r} is missing or not "
+                    f"{'an object' if kind is dict else 'a list' if kind is list else 'a string'}",
+                )  # fmt: skip
+                return
+        if item["extractor"] != self.rules.extractor:
+            yield Mismatch(number, label, None,
+                           f"made by the extractor {shown(item['extractor'])}, not by "
+                           f"TRAVERSE_EXTRACT ({self.rules.extractor}): verify it with the "
+                           "extraction file that made it")  # fmt: skip
+            return
+        if item["type"] not in self.fields:
+            yield Mismatch(number, label, None, "TRAVERSE_EXTRACT has no such type")
+            return
+        page_id = item.get("pageId")
+        why = self._head(item["sourceRef"], page_id, item["url"])
+        if why is not None:
+            yield Mismatch(number, label, None, why)
+            return
+        page = self._page(item["sourceRef"], page_id, item["url"])
+        if isinstance(page, str):
+            yield Mismatch(number, label, None, page)
+            return
+        seen = (item["sourceRef"], page_id, item["url"], item["type"])
+        ordinal = self.seen[seen]
+        self.seen[seen] += 1
+        same = [found for found in page if found.get("type") == item["type"]]
+        if ordinal >= len(same):
+            yield Mismatch(number, label, None,
+                           f"the rules give {len(same)} {item['type']!r} item(s) from its "
+                           "snapshot, and this is one more")  # fmt: skip
+            return
+        expected = same[ordinal]
+        found = 0
+        for mismatch in self._compare(number, label, item, expected):
+            found += 1
+            yield mismatch
+        if not found:
+            self.entries += sum(len(entries) for entries in expected["evidence"].values())
+
+    def _head(self, source_ref: str, page_id: Any, url: str) -> str | None:
+        ref = parse_source_ref(source_ref)
+        if ref is None:
+            return f"the sourceRef {shown(source_ref)} is not a traverse-snapshot reference"
+        if page_id is not None and page_id != ref.source_id:
+            return f"the pageId {shown(page_id)} is not its sourceRef's page"
+        if isinstance(page_id, str) and not page_id.endswith("::" + url):
+            return f"the url is not its page's ({shown(page_id)})"
         return None
+
+    def _page(self, source_ref: str, page_id: Any, url: str) -> list[dict[str, Any]] | str:
+        """The items the rules give from the snapshot, or why there are none to compare."""
+        key = (source_ref, page_id, url)
+        if key in self.pages:
+            self.pages.move_to_end(key)
+            return self.pages[key]
+        found = self._extract(source_ref, page_id, url)
+        self.pages[key] = found
+        if len(self.pages) > PAGES_KEPT:
+            self.pages.popitem(last=False)
+        return found
+
+    def _extract(self, source_ref: str, page_id: Any, url: str) -> list[dict[str, Any]] | str:
+        snapshot = read_checked(self.store, source_ref)
+        if isinstance(snapshot, str):
+            if snapshot == DAMAGED:
+                return "its snapshot's body does not match its bodyHash (changed since the capture)"
+            return f"its snapshot is not in the store ({shown(source_ref)})"
+        if snapshot["contentType"] != "html":
+            return f"its snapshot is {snapshot['contentType']}, not html: it has no items"
+        job = (snapshot["body"], snapshot["url"], url, page_id, source_ref, None)
+        del snapshot
+        _lines, items, warnings = self.pool.extract([job])[0]
+        if timeout_warning(self.timeout) in warnings:
+            return (
+                f"its page's extraction stopped after {self.timeout:g} s "
+                "(TRAVERSE_EXTRACT_TIMEOUT): it cannot be verified"
+            )
+        return items
+
+    def _compare(
+        self, number: int, label: str, item: dict[str, Any], expected: dict[str, Any]
+    ) -> Iterator[Mismatch]:
+        fields, missing, evidence = item["fields"], item["missing"], item["evidence"]
+        want_fields, want_missing = expected["fields"], expected["missing"]
+        want_evidence = expected["evidence"]
+        rule_fields = self.fields[item["type"]]
+        names = dict.fromkeys(rule_fields)
+        for name in [*fields, *missing, *evidence]:
+            names[name] = None
+        said = False
+        for name in names:
+            if not isinstance(name, str):
+                said = True
+                yield Mismatch(number, label, None, f"'missing' holds {shown(name)}, not a name")
+                continue
+            if name not in rule_fields:
+                said = True
+                yield Mismatch(number, label, name, f"type {item['type']!r} has no such field")
+                continue
+            why = _value_why(name, fields, missing, want_fields)
+            if why is not None:
+                said = True
+                yield Mismatch(number, label, name, why)
+            why = _evidence_why(evidence.get(name), want_evidence.get(name))
+            if why is not None:
+                said = True
+                yield Mismatch(number, label, name, why)
+        if not said and not strict_equal(missing, want_missing):
+            said = True
+            yield Mismatch(number, label, None, f"'missing' is {shown(missing)} where the rules "
+                           f"give {shown(want_missing)}")  # fmt: skip
+        for key in dict.fromkeys([*_ITEM_KEYS, *item, *expected]):
+            if key in ("fields", "missing", "evidence"):
+                continue
+            if key not in expected:
+                said = True
+                yield Mismatch(number, label, None, f"an unknown key {shown(key)}")
+            elif key not in item:
+                said = True
+                yield Mismatch(number, label, None, f"no {key!r}, where the rules give "
+                               f"{shown(expected[key])}")  # fmt: skip
+            elif not strict_equal(item[key], expected[key]):
+                said = True
+                yield Mismatch(number, label, None, f"the {key} {shown(item[key])} is not what "
+                               f"the rules give ({shown(expected[key])})")  # fmt: skip
+        if not said and not strict_equal(item, expected):
+            yield Mismatch(number, label, None, "it is not what the rules give from its snapshot")
+
+
+def _value_why(
+    name: str, fields: dict[str, Any], missing: list[Any], want: dict[str, Any]
+) -> str | None:
+    has, is_missing = name in fields, name in missing
+    if has and is_missing:
+        return "both in fields and missing"
+    if missing.count(name) > 1:
+        return "in missing more than once"
+    if has and name in want:
+        if strict_equal(fields[name], want[name]):
+            return None
+        return f"the value {shown(fields[name])} is not what the rules give ({shown(want[name])})"
+    if has:
+        return f"the value {shown(fields[name])}, yet the rules give no value"
+    if name in want:
+        return f"no value, yet the rules give {shown(want[name])}"
+    if not is_missing:
+        return "neither in fields nor missing"
+    return None
+
+
+def _evidence_why(got: Any, want: list[dict[str, Any]] | None) -> str | None:
+    if strict_equal(got, want):
+        return None
+    if got is None:
+        return f"no evidence, yet the rules give {len(want or [])} entry(ies)"
+    if not isinstance(got, list):
+        return "its evidence is not a list"
+    if want is None:
+        return f"{len(got):,} evidence entry(ies), yet the rules give none"
+    if len(got) != len(want):
+        return f"{len(got):,} evidence entry(ies) where the rules give {len(want)}"
+    for position, (entry, wanted) in enumerate(zip(got, want, strict=True), 1):
+        if strict_equal(entry, wanted):
+            continue
+        where = f"evidence entry {position}"
+        if not isinstance(entry, dict):
+            return f"{where} is not an object"
+        for key in dict.fromkeys([*_EVIDENCE_KEYS, *entry, *wanted]):
+            if key in entry and key not in wanted:
+                return f"{where}: a {shown(key)} ({shown(entry[key])}) where the rules give none"
+            if key in wanted and key not in entry:
+                return f"{where}: no {key}, where the rules give {shown(wanted[key])}"
+            if key in entry and not strict_equal(entry[key], wanted[key]):
+                return (
+                    f"{where}: the {key} {shown(entry[key])} is not what the rules give "
+                    f"({shown(wanted[key])})"
+                )
+    return "its evidence is not what the rules give"  # pragma: no cover - found above

@@ -24,8 +24,8 @@ from typing import Any, cast
 
 from traverse_crawl.snapshots.file_text import encode as encode
 from traverse_crawl.snapshots.file_text import serialize as serialize
-from traverse_crawl.snapshots.model import Snapshot
-from traverse_crawl.snapshots.source_ref import parse_source_ref
+from traverse_crawl.snapshots.model import Snapshot, body_bytes, sha256_hex
+from traverse_crawl.snapshots.source_ref import SourceRef, parse_source_ref
 from traverse_crawl.storage.location import (
     FilesystemLocation,
     Location,
@@ -73,6 +73,13 @@ def shown_name(text: str, source_id: str) -> str:
 def file_name(snapshot: Snapshot) -> str:
     """``<fetchedAt with ":" → "-">-<first 12 of bodyHash>.json``."""
     return f"{snapshot['fetchedAt'].replace(':', '-')}-{snapshot['bodyHash'][:12]}.json"
+
+
+def body_matches(snapshot: Snapshot) -> bool:
+    """Whether the stored body is still the one its ``bodyHash`` names (the SHA-256 of
+    the raw bytes for pdf/png/jpeg, of the text as UTF-8 otherwise). A body that is not
+    is not the capture, whatever its ``sourceRef`` says: check before using it."""
+    return sha256_hex(body_bytes(snapshot)) == snapshot["bodyHash"]
 
 
 # -- file text (written by ``snapshots/file_text.py``) ----------------------------
@@ -197,7 +204,8 @@ class SnapshotStore:
         return self.location.shown(source_dir_name(source_id))
 
     def key(self, snapshot: Snapshot) -> str:
-        """``<source dir>/<file name>``: the file's path under the root, ``/``-separated."""
+        """``<source dir>/<file name>``: the file's path under the root, ``/``-separated;
+        ``ValueError`` for a name that would leave the source directory."""
         name = file_name(snapshot)
         if "/" in name or "\\" in name or "\x00" in name or os.sep in name:
             raise ValueError(f"snapshot file name would leave its directory: {name!r}")
@@ -258,6 +266,33 @@ class SnapshotStore:
         ref = parse_source_ref(source_ref)
         if ref is None:
             raise ValueError(f"not a traverse-snapshot sourceRef: {source_ref!r}")
+        return self.find(ref.source_id, ref.body_hash, ref.fetched_at)
+
+    def read_ref(self, ref: SourceRef) -> Snapshot | None:
+        """The snapshot ``ref`` names, found by its file name (``fetchedAt`` and hash, so a
+        page captured many times is not a scan of its directory), else by ``find``.
+
+        The name is made by ``key``, which refuses one that would leave the source
+        directory (a ``/`` or ``..`` path in a hand-written ref's ``fetchedAt``): such a
+        ref names no snapshot of this store. The body is not checked (``body_matches``).
+        """
+        wanted = {"sourceId": ref.source_id, "fetchedAt": ref.fetched_at,
+                  "bodyHash": ref.body_hash}  # fmt: skip
+        try:
+            key = self.key(cast(Snapshot, wanted))
+        except ValueError:
+            return None
+        try:
+            data = self.location.read(key)
+            snapshot = None if data is None else deserialize(data.decode("utf-8", "replace"))
+        except OSError:
+            snapshot = None
+        if (
+            snapshot is not None
+            and snapshot["bodyHash"] == ref.body_hash
+            and snapshot["fetchedAt"] == ref.fetched_at
+        ):
+            return snapshot
         return self.find(ref.source_id, ref.body_hash, ref.fetched_at)
 
     def walk(self, seed_id_prefix: str = "") -> Iterator[Snapshot]:

@@ -1,17 +1,17 @@
-"""A seed's items from its manifest and the store: the same bytes sequentially, in a
-pool of processes and from a cache, in manifest order; a page missing from the store
+"""A seed's items from its manifest and the store: the same bytes sequentially, in
+extraction processes and from a cache, in manifest order; a page missing from the store
 is counted, never silently dropped."""
 
 from __future__ import annotations
 
 import json
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from tests.support import product_site
 from traverse_crawl.extraction import from_store
 from traverse_crawl.extraction.extractor import Extractor
+from traverse_crawl.extraction.process import ExtractionPool
 from traverse_crawl.extraction.rules import rules_from_bytes
 from traverse_crawl.snapshots import model
 from traverse_crawl.snapshots.source_ref import build_source_ref
@@ -45,10 +45,12 @@ def test_sequential_pool_and_cache_give_the_same_bytes_in_manifest_order(tmp_pat
     extractor = Extractor(rules_from_bytes(raw))
     counts: dict[str, int] = {}
     alone = b"".join(from_store.seed_chunks(extractor, store, manifest, counts=counts))
-    assert counts == {"pages": 150, "items": 150, "unread": 0}
-    args = (raw, "", 1000, 10.0, store.root)
-    with ProcessPoolExecutor(2, initializer=from_store.start_worker, initargs=args) as pool:
+    assert counts == {"pages": 150, "items": 150, "unread": 0, "damaged": 0}
+    pool = ExtractionPool(rules_from_bytes(raw), 1000, 10.0, workers=2, items=False)
+    try:
         pooled = b"".join(from_store.seed_chunks(extractor, store, manifest, pool=pool))
+    finally:
+        pool.close()
     assert pooled == alone
     lines = alone.splitlines()
     assert [line.count(b'"type":"card"') for line in lines[:3]] == [1, 1, 1]
