@@ -121,6 +121,9 @@ def plan(seed: int, index: int, workers: int, pages: int, kinds: tuple[str, ...]
             fault.worker = rng.randrange(workers)
         if kind == "worker-kill":
             fault.seconds = round(rng.uniform(0.3, 3.0), 1)
+        if kind == "disk-full":  # late: while seeds finish and their files go up through it
+            fault.at = rng.randint(pages - 10, pages - 2)
+            fault.seconds = round(rng.uniform(2.0, 5.0), 1)
         if kind == "bucket-slow":
             fault.delay = round(rng.uniform(0.1, 0.6), 2)
         faults.append(fault)
@@ -201,6 +204,7 @@ class Outcome:
     lost: int = 0
     seconds: float = 0.0
     refused: int = 0  # late results Redis refused (leases taken over): pages fetched again
+    no_space: int = 0  # worker runs that met the full disk (a "No space left" line)
 
 
 class Campaign:
@@ -473,6 +477,7 @@ class Campaign:
             if stats:
                 outcome.refused += int(stats["stats"].get("distributed/refused", 0))
             said = "could not be written for good: exit status 1" in err
+            outcome.no_space += "No space left on device" in err
             redis_lost = "ERROR: REDIS_URL:" in err
             if "Traceback" in err:
                 fail(f"{name}: a traceback on stderr: {tail(err, 'Traceback')}")
@@ -588,7 +593,8 @@ def line(outcome: Outcome) -> str:
     verdict = "ok" if not outcome.failures else "FAILED: " + " | ".join(outcome.failures)
     more = f" ({skipped} not injected: the crawl was over or the worker down)" if skipped else ""
     return (f"crawl {outcome.index:3d}  {outcome.seconds:5.1f} s  faults: {faults}{more}  "
-            f"runs: {runs}  refused {outcome.refused}, lost {outcome.lost}  "
+            f"runs: {runs}  refused {outcome.refused}, full disk met {outcome.no_space}, "
+            f"lost {outcome.lost}  "
             f"invariants: {verdict}")  # fmt: skip
 
 
@@ -609,6 +615,7 @@ def summary(outcomes: list[Outcome], seed: int, seconds: float) -> dict[str, Any
         "worker_runs": sum(len(o.runs) for o in outcomes),
         "worker_exits": dict(sorted(exits.items())),
         "refused": sum(o.refused for o in outcomes),
+        "full_disk_met": sum(o.no_space for o in outcomes),
         "lost": sum(o.lost for o in outcomes),
         "failed_crawls": [o.index for o in outcomes if o.failures],
         "failures": {str(o.index): o.failures for o in outcomes if o.failures},
@@ -638,7 +645,7 @@ def run_campaign(
     only: list[int] | None = None,
     workers: int = 3,
     keep: bool = False,
-    log: Callable[[str], None] = print,
+    log: Callable[[str], None] = lambda text: print(text, flush=True),
 ) -> dict[str, Any]:
     """Run the campaign (or the crawls ``only`` names); its summary."""
     began = time.monotonic()
@@ -669,6 +676,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the summary there")
     parser.add_argument("--keep", action="store_true", help="keep the campaign's directory")
     args = parser.parse_args(argv)
+    # SIGTERM (and SIGINT, which a shell's background job ignores) end the campaign through
+    # its cleanup: every worker killed, the services stopped, the tmpfs unmounted.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGINT, lambda *_: sys.exit(130))
     if args.crawls < 1 or args.workers < 1:
         parser.error("--crawls and --workers: at least 1")
     if shutil.which("redis-server") is None:
@@ -683,6 +694,7 @@ def main(argv: list[str] | None = None) -> int:
         + f"\nworker runs: {result['worker_runs']} "
         + ", ".join(f"{k} x{n}" for k, n in result["worker_exits"].items())
         + f"\nlate results refused (pages fetched again): {result['refused']}; "
+        f"worker runs that met a full disk: {result['full_disk_met']}; "
         f"results lost: {result['lost']}\n"
         f"invariant failures: {len(result['failed_crawls'])} crawl(s)"
         + "".join(f"\n  crawl {i}: {' | '.join(f)}" for i, f in result["failures"].items())
