@@ -336,6 +336,10 @@ FIELDS: dict[str, Field] = {
     "extract": Field("TRAVERSE_EXTRACT", "", parse_extract),
     "items_dir": Field("TRAVERSE_ITEMS_DIR", ".traverse/items", parse_path),
     "max_items_per_page": Field("TRAVERSE_MAX_ITEMS_PER_PAGE", 1000, parse_positive),
+    # Bytes of one page's items and evidence, counted as they are made (extraction/extractor.py).
+    "max_item_bytes_per_page": Field(
+        "TRAVERSE_MAX_ITEM_BYTES_PER_PAGE", 16 * 1024**2, parse_positive
+    ),
     "extract_timeout": Field("TRAVERSE_EXTRACT_TIMEOUT", 10.0, parse_timeout),
     # A crawl extracts in a process of its own (extraction/process_main.py); False: in
     # a thread of the crawl.
@@ -391,6 +395,7 @@ class TraverseConfig:
     extract: Rules | None
     items_dir: str
     max_items_per_page: int
+    max_item_bytes_per_page: int
     extract_timeout: float
     extract_process: bool
     redis: RedisConfig  # REDIS_URL and the distributed crawl's settings

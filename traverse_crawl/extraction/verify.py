@@ -35,6 +35,7 @@ SHOWN = 120  # characters of one value, at most, in a line
 LINE = 1000  # characters of a line, at most
 PER_ITEM = 20  # lines of one item, at most (then one saying how many more)
 PAGES_KEPT = 8  # pages' extractions kept for the items after them
+MAX_LOOKED = 1000  # evidence entries of a line looked at to find its item
 
 _EVIDENCE_KEYS = ("selector", "node", "text", "span", "re", "url", "type", "reason")
 _ITEM_KEYS = ("type", "pageId", "url", "sourceRef", "extractor")
@@ -106,6 +107,56 @@ class Mismatch:
         return f"{where}, field {shown(self.field)}: {self.why}"
 
 
+def canonical(item: Any) -> str:
+    """One text per JSON value: keys sorted; ``1``, ``1.0`` and ``true`` told apart."""
+    return json.dumps(item, sort_keys=True, separators=(",", ":"))
+
+
+class _Page:
+    """The items the rules give from one snapshot, and which lines of the file were
+    found to be each of them."""
+
+    def __init__(self, items: list[dict[str, Any]]) -> None:
+        self.items = items
+        self.matched: dict[int, int] = {}  # item's position -> the line that is it
+        self._exact: dict[str, int] | None = None
+        self._nodes: dict[str, list[int]] | None = None
+
+    def exact(self) -> dict[str, int]:
+        if self._exact is None:
+            self._exact = {}
+            for position, item in enumerate(self.items):
+                self._exact.setdefault(canonical(item), position)
+        return self._exact
+
+    def closest(self, item: dict[str, Any], same: list[int]) -> int:
+        """The item of the rules a line that is none of them is compared with: the one
+        that shares the most evidence nodes with it (the same card, with a forged
+        field), else the first of its type not yet found in the file."""
+        if self._nodes is None:
+            self._nodes = {}
+            for position, found in enumerate(self.items):
+                for entries in found["evidence"].values():
+                    for entry in entries:
+                        if "node" in entry:
+                            self._nodes.setdefault(entry["node"], []).append(position)
+        wanted = set(same)
+        hits: collections.Counter[int] = collections.Counter()
+        looked = 0
+        for entries in item["evidence"].values():
+            for entry in entries if isinstance(entries, list) else []:
+                looked += 1
+                if looked > MAX_LOOKED:
+                    break
+                node = entry.get("node") if isinstance(entry, dict) else None
+                if isinstance(node, str):
+                    hits.update(p for p in self._nodes.get(node, []) if p in wanted)
+        if hits:
+            best = max(hits.values())
+            return min(position for position, count in hits.items() if count == best)
+        return next((position for position in same if position not in self.matched), same[0])
+
+
 class Verifier:
     """Checks items against what ``rules`` give from their snapshots in ``store``."""
 
@@ -115,9 +166,8 @@ class Verifier:
         self.timeout = timeout
         self.fields = {t.name: [f.name for f in t.fields] for t in rules.types}
         self.pool = ExtractionPool(rules, max_items, timeout, workers=1)
-        self.pages: collections.OrderedDict[tuple[str, Any, str], list[dict[str, Any]] | str]
+        self.pages: collections.OrderedDict[tuple[str, Any, str], _Page | str]
         self.pages = collections.OrderedDict()
-        self.seen: collections.Counter[tuple[str, Any, str, str]] = collections.Counter()
         self.items = 0
         self.entries = 0
 
@@ -180,22 +230,23 @@ class Verifier:
         if isinstance(page, str):
             yield Mismatch(number, label, None, page)
             return
-        seen = (item["sourceRef"], page_id, item["url"], item["type"])
-        ordinal = self.seen[seen]
-        self.seen[seen] += 1
-        same = [found for found in page if found.get("type") == item["type"]]
-        if ordinal >= len(same):
-            yield Mismatch(number, label, None,
-                           f"the rules give {len(same)} {item['type']!r} item(s) from its "
-                           "snapshot, and this is one more")  # fmt: skip
+        same = [n for n, found in enumerate(page.items) if found.get("type") == item["type"]]
+        if not same:
+            why = f"the rules give no {item['type']!r} item from its snapshot"
+            yield Mismatch(number, label, None, why)
             return
-        expected = same[ordinal]
-        found = 0
-        for mismatch in self._compare(number, label, item, expected):
-            found += 1
-            yield mismatch
-        if not found:
-            self.entries += sum(len(entries) for entries in expected["evidence"].values())
+        exact = page.exact().get(canonical(item))
+        if exact is not None:
+            first = page.matched.setdefault(exact, number)
+            if first != number:
+                yield Mismatch(number, label, None, f"the same item as line {first}: the rules "
+                               "give it once")  # fmt: skip
+                return
+            evidence = page.items[exact]["evidence"]
+            self.entries += sum(len(entries) for entries in evidence.values())
+            return
+        expected = page.items[page.closest(item, same)]
+        yield from self._compare(number, label, item, expected)
 
     def _head(self, source_ref: str, page_id: Any, url: str) -> str | None:
         ref = parse_source_ref(source_ref)
@@ -207,7 +258,7 @@ class Verifier:
             return f"the url is not its page's ({shown(page_id)})"
         return None
 
-    def _page(self, source_ref: str, page_id: Any, url: str) -> list[dict[str, Any]] | str:
+    def _page(self, source_ref: str, page_id: Any, url: str) -> _Page | str:
         """The items the rules give from the snapshot, or why there are none to compare."""
         key = (source_ref, page_id, url)
         if key in self.pages:
@@ -219,7 +270,7 @@ class Verifier:
             self.pages.popitem(last=False)
         return found
 
-    def _extract(self, source_ref: str, page_id: Any, url: str) -> list[dict[str, Any]] | str:
+    def _extract(self, source_ref: str, page_id: Any, url: str) -> _Page | str:
         snapshot = read_checked(self.store, source_ref)
         if isinstance(snapshot, str):
             if snapshot == DAMAGED:
@@ -235,7 +286,7 @@ class Verifier:
                 f"its page's extraction stopped after {self.timeout:g} s "
                 "(TRAVERSE_EXTRACT_TIMEOUT): it cannot be verified"
             )
-        return items
+        return _Page(items)
 
     def _compare(
         self, number: int, label: str, item: dict[str, Any], expected: dict[str, Any]
