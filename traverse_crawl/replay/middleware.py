@@ -28,15 +28,16 @@ from traverse_crawl.meta_keys import (
     PAGE_ID,
     REPLAY_READ,
     REPLAY_WORK,
+    SEED,
     SITEMAP_ID,
     SNAPSHOT,
     WARNINGS,
 )
 from traverse_crawl.replay.reader import Read, ReplayReader
-from traverse_crawl.replay.reader_process import Answer
+from traverse_crawl.replay.reader_process import Answer, unusable
 from traverse_crawl.snapshots.model import BINARY_TYPES, MEDIA_TYPES, Snapshot, with_flags
 from traverse_crawl.snapshots.store import open_snapshot_store
-from traverse_crawl.stats import inc
+from traverse_crawl.stats import inc, inc_lost
 from traverse_crawl.storage.bucket import BucketLocation
 
 logger = logging.getLogger(__name__)
@@ -108,7 +109,9 @@ class ReplayMiddleware:
             )
 
     def _scheduled(self, request: Request) -> None:
-        if isinstance(request.meta.get(PAGE_ID), str):
+        # Frontier pages only: another request may yet be dropped as a duplicate once
+        # scheduled, and an answer read ahead for it would hold a place for good.
+        if SEED in request.meta and isinstance(request.meta.get(PAGE_ID), str):
             self.queued.append(request)
             self._ask()
 
@@ -173,28 +176,37 @@ class ReplayMiddleware:
             raise IgnoreRequest(f"replay mode makes no network request: {request.url}")
         message = f'no snapshot stored for sourceId "{page_id}"'
         body: bytes | None = None
+        failed: str | None = None
         if answer is not None:
             snapshot, damaged, failed = answer.snapshot, answer.damaged, answer.failed
             for problem in damaged:  # the lines the store logs when it reads here
                 store_logger.warning("%s; skipped", problem)
-            if failed is not None:
-                logger.warning("replay: cannot read the store for %r: %s", page_id, failed)
-                message = f"{message} (store read failed: {failed})"
-            elif snapshot is not None and answer.work is not None:
-                request.meta[REPLAY_WORK] = answer.work
-                body = answer.body
+            if failed is None and snapshot is not None:
+                if answer.work is not None:  # the reader has checked the body's hash
+                    request.meta[REPLAY_WORK] = answer.work
+                    body = answer.body
+                else:
+                    failed = unusable(snapshot)
         else:
             damaged = []
             try:
                 # Read in the reactor thread: a thread-pool hop per page costs more
-                # than the read (the reader process is the way to read ahead).
-                snapshot = self.store.latest(page_id, damaged)
+                # than the read (the reader process is the way to read ahead). strict:
+                # an object a bucket could not serve is not taken for "not stored".
+                snapshot = self.store.latest(page_id, damaged, strict=True)
+                failed = None if snapshot is None else unusable(snapshot)
             except Exception as exc:  # the I/O edge: the page fails, the crawl goes on
                 # (Traverse lets this exception end the whole crawl.)
-                logger.warning("replay: cannot read the store for %r: %s", page_id, exc)
-                snapshot, message = None, f"{message} (store read failed: {exc})"
+                snapshot, failed = None, str(exc) or type(exc).__name__
         if damaged:
             inc(self.crawler.stats, "replay/damaged")
+        if failed is not None:
+            # Stored, perhaps, but not to be had: something of the capture is lost to
+            # this replay (exit status 1), never served as another response in silence.
+            logger.warning("replay: the snapshot of %r cannot be used: %s", page_id, failed)
+            inc_lost(self.crawler.stats, "replay/unreadable")
+            message = f'no usable snapshot for sourceId "{page_id}": {failed}'
+            raise PageFailed(FetchError("no-snapshot", message))
         if snapshot is None:
             inc(self.crawler.stats, "replay/miss")
             if damaged:

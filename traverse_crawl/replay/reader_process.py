@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from traverse_crawl.crawl.links import find_links
 from traverse_crawl.fetch import urls
-from traverse_crawl.snapshots.model import Snapshot, body_bytes
+from traverse_crawl.snapshots.model import Snapshot, body_bytes, sha256_hex
 from traverse_crawl.snapshots.source_ref import build_source_ref
 from traverse_crawl.snapshots.store import FilesystemSnapshotStore, SnapshotStore
 from traverse_crawl.snapshots.writer_process import LENGTH, Frames, next_batch
@@ -47,7 +47,9 @@ class PageWork(NamedTuple):
 class Answer(NamedTuple):
     snapshot: Snapshot | None
     damaged: list[str]  # damaged files skipped, described as the store describes them
-    failed: str | None  # the store could not be read at all: why
+    # The page's snapshot may be stored but cannot be used: why (a bucket read that
+    # failed, a body that no longer matches its bodyHash). The page fails no-snapshot.
+    failed: str | None
     body: bytes | None  # the Response's body, for a text snapshot
     work: PageWork | None
 
@@ -67,12 +69,25 @@ def page_work(
     return PageWork(origin, links, warnings, build_source_ref(snapshot), size)
 
 
+def unusable(snapshot: Snapshot, data: bytes | None = None) -> str | None:
+    """Why the stored ``snapshot`` cannot be served as its capture (``data``: its body's
+    bytes, when made already), or None: a body is checked against its ``bodyHash``
+    before it is used."""
+    if sha256_hex(body_bytes(snapshot) if data is None else data) == snapshot["bodyHash"]:
+        return None
+    return (
+        f"the body of the snapshot fetched at {snapshot['fetchedAt']} does not match its "
+        f"bodyHash {snapshot['bodyHash']}: changed since its capture"
+    )
+
+
 def answer(
     store: SnapshotStore, page_id: str, max_links: int | None, links_wanted: bool = True
 ) -> Answer:
     damaged: list[str] = []
     try:
-        snapshot = store.latest(page_id, damaged)
+        # strict: an object a bucket could not serve is not taken for "not stored".
+        snapshot = store.latest(page_id, damaged, strict=True)
     except Exception as exc:  # the crawl names it in the page's no-snapshot error
         return Answer(None, damaged, str(exc) or type(exc).__name__, None, None)
     if snapshot is None:
@@ -82,8 +97,11 @@ def answer(
         work: PageWork | None = page_work(snapshot, max_links, 0, links_wanted)
         data = body_bytes(snapshot)
         work = work._replace(body_size=len(data)) if work is not None else None
-    except Exception:  # the crawl does this page's work itself, and reports what it finds
+    except Exception:  # the crawl does this page's work (and check) itself, and reports it
         return Answer(snapshot, damaged, None, None, None)
+    problem = unusable(snapshot, data)
+    if problem is not None:
+        return Answer(None, damaged, problem, None, None)
     return Answer(snapshot, damaged, None, None if "bodyBytes" in snapshot else data, work)
 
 

@@ -45,6 +45,12 @@ _OPTIONAL_STRINGS = ("etag", "lastModified")
 Damaged = list[str]
 
 
+class SnapshotReadError(OSError):
+    """A page's snapshot that may be stored but cannot be used: an object or a listing of
+    a bucket that could not be read after the retries (``storage/bucket.py``), or a body
+    that no longer matches its ``bodyHash``. Not the same as "not stored" (None)."""
+
+
 # -- names -----------------------------------------------------------------------
 
 
@@ -232,8 +238,14 @@ class SnapshotStore:
         """
         return sort_newest_first(list(self._read(source_dir_name(source_id), damaged)))
 
-    def latest(self, source_id: str, damaged: Damaged | None = None) -> Snapshot | None:
-        return _newest(self._read(source_dir_name(source_id), damaged))
+    def latest(
+        self, source_id: str, damaged: Damaged | None = None, *, strict: bool = False
+    ) -> Snapshot | None:
+        """The newest snapshot of ``source_id``, None if none is stored. ``strict``: an
+        object of the page (or its listing) that a bucket could not serve raises
+        ``SnapshotReadError`` rather than being passed over, for a reader that must not
+        take "could not read" for "not stored" (replay)."""
+        return _newest(self._read(source_dir_name(source_id), damaged, strict))
 
     def get(self, source_id: str, hash_or_prefix: str) -> Snapshot | None:
         """The newest snapshot whose hash starts with ``hash_or_prefix``.
@@ -312,10 +324,12 @@ class SnapshotStore:
             if root is None or os.path.isdir(os.path.join(root, name)):
                 yield from self._read(name)
 
-    def _read(self, name: str, damaged: Damaged | None = None) -> Iterator[Snapshot]:
+    def _read(
+        self, name: str, damaged: Damaged | None = None, strict: bool = False
+    ) -> Iterator[Snapshot]:
         if self._directory_root is not None:
             return _read_directory(os.path.join(self._directory_root, name), damaged)
-        return _read_objects(self.location, name, damaged)
+        return _read_objects(self.location, name, damaged, strict)
 
 
 class FilesystemSnapshotStore(SnapshotStore):
@@ -425,16 +439,23 @@ def _fetched(location: Location, keys: list[str]) -> Iterator[tuple[str, bytes |
         yield key, job.result()
 
 
-def _read_objects(location: Location, name: str, damaged: Damaged | None) -> Iterator[Snapshot]:
-    """``_read_directory`` for a store in a bucket: the same files, the same checks."""
+def _read_objects(
+    location: Location, name: str, damaged: Damaged | None, strict: bool = False
+) -> Iterator[Snapshot]:
+    """``_read_directory`` for a store in a bucket: the same files, the same checks.
+    ``strict``: a listing or an object that cannot be read raises ``SnapshotReadError``."""
     try:
         files = location.names(name)
     except OSError as exc:  # retried already (storage/bucket.py): read as nothing, said once
+        if strict:
+            raise SnapshotReadError(str(exc)) from exc
         logger.warning("cannot list %s: %s", location.shown(name), exc)
         return
     keys = [f"{name}/{file}" for file in files if file.endswith(".json")]
     for key, raw in _fetched(location, keys):
         if isinstance(raw, OSError):
+            if strict:
+                raise SnapshotReadError(str(raw)) from raw
             logger.warning("cannot read a snapshot: %s", raw)
             continue
         if raw is None:

@@ -8,8 +8,12 @@ standard chain (the ``AWS_*`` environment, ``~/.aws/config``, instance roles).
 
 Every call is retried with full-jitter backoff for up to ``TRAVERSE_S3_RETRY`` seconds
 when the endpoint cannot be reached or answers 5xx, 429 or a throttling code; other
-errors (no such bucket, access denied) fail at once. A PUT is atomic in S3: a reader
-sees the whole object or none, so a retried write of the same key is safe. Files
+errors (no such bucket, access denied) fail at once, and a body that fails its checksum
+is tried ``CHECKSUM_TRIES`` times in all. Each attempt's connect and read timeouts fit in
+that budget, so a blackholed endpoint costs a call about the budget, not botocore's 30 s.
+A read tells "not stored" (None: a 404) from "could not read" (``BucketReadError``).
+A PUT is atomic in S3: a reader sees the whole object or none, so a retried write of
+the same key is safe. Files
 larger than ``MULTIPART_SIZE`` go up in parts, and appear only when the last part is
 committed. These calls block: the crawl makes them off its event loop (the snapshot
 writer process, a thread) or once per seed.
@@ -37,6 +41,12 @@ MULTIPART_SIZE = 64 * 1024 * 1024  # bytes: a larger file is uploaded in parts o
 DEFAULT_RETRY = 30.0  # seconds, TRAVERSE_S3_RETRY
 RETRY_BASE = 0.1  # seconds: the first backoff's bound, doubled per attempt
 RETRY_CAP = 5.0  # seconds: no single backoff is longer
+CONNECT_TIMEOUT = 5.0  # seconds, an attempt's connect timeout (or the budget, if less)
+READ_TIMEOUT = 30.0  # seconds, an attempt's read timeout (or the budget, if less)
+MIN_TIMEOUT = 1.0  # seconds: a budget of 0 (no retry) still gives one attempt this long
+# A body that fails its checksum twice in a row is not a passing fault: a third try, then
+# the error (the corruption is on the path or in the store, not in one response).
+CHECKSUM_TRIES = 3
 _RETRIED_CODES = frozenset(
     {"SlowDown", "Throttling", "ThrottlingException", "RequestTimeout", "InternalError",
      "ServiceUnavailable", "RequestTimeTooSkewed"}
@@ -52,6 +62,11 @@ SETTINGS = (
 
 class BucketError(OSError):
     """A bucket call that failed for good; ``str()`` names the object and the cause."""
+
+
+class BucketReadError(BucketError):
+    """An object or a listing that could not be read (after the retries): it may well
+    be stored. Not stored at all is ``read``'s None."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +96,13 @@ def bucket_config(name: str, settings: Mapping[str, Any] | Any) -> BucketConfig:
     return BucketConfig(**values, retry_seconds=retry)
 
 
+def attempt_timeouts(retry_seconds: float) -> tuple[float, float]:
+    """An attempt's connect and read timeouts: botocore's defaults, or the retry budget
+    when it is shorter (never below ``MIN_TIMEOUT``), so one attempt fits in it."""
+    budget = max(retry_seconds, MIN_TIMEOUT)
+    return min(CONNECT_TIMEOUT, budget), min(READ_TIMEOUT, budget)
+
+
 def make_client(config: BucketConfig) -> Any:
     """A botocore S3 client; botocore's own retries are off (``call`` retries)."""
     try:
@@ -91,6 +113,7 @@ def make_client(config: BucketConfig) -> Any:
             "s3://", "botocore is not installed: pip install 'traverse-crawl[s3]'"
         ) from None
     session = botocore.session.get_session()
+    connect_timeout, read_timeout = attempt_timeouts(config.retry_seconds)
     return session.create_client(
         "s3",
         endpoint_url=config.endpoint_url,
@@ -100,8 +123,8 @@ def make_client(config: BucketConfig) -> Any:
         aws_session_token=config.session_token,
         config=Config(
             retries={"total_max_attempts": 1},
-            connect_timeout=5,
-            read_timeout=30,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
             max_pool_connections=32,
         ),
     )
@@ -124,6 +147,12 @@ def retriable(exc: BaseException) -> bool:
     # botocore's connection errors (EndpointConnectionError, ReadTimeoutError, ...)
     # are not ClientErrors: they carry no response.
     return True
+
+
+def checksum_failed(exc: BaseException) -> bool:
+    """botocore's ``FlexibleChecksumError``: the body read does not match the checksum
+    the store sent with it (by name: botocore is an optional dependency)."""
+    return any(cls.__name__ == "FlexibleChecksumError" for cls in type(exc).__mro__)
 
 
 def describe(exc: BaseException) -> str:
@@ -176,16 +205,22 @@ class BucketLocation:
     def shown(self, key: str) -> str:
         return f"s3://{self.bucket}/{self.prefix}{key}"
 
-    def call(self, what: str, action: Callable[[], T]) -> T:
-        """``action()``, retried with full-jitter backoff while the endpoint is away."""
+    def call(self, what: str, action: Callable[[], T], error: type[BucketError] = BucketError) -> T:
+        """``action()``, retried with full-jitter backoff while the endpoint is away;
+        ``error`` (with the object and the cause) once it fails for good."""
         deadline = time.monotonic() + self.config.retry_seconds
-        attempt = 0
+        attempt = checksums = 0
         while True:
             try:
                 return action()
             except Exception as exc:  # the I/O edge: botocore's errors have no one base
-                if not retriable(exc) or time.monotonic() >= deadline:
-                    raise BucketError(f"{what}: {describe(exc)}") from exc
+                checksums += checksum_failed(exc)
+                if (
+                    not retriable(exc)
+                    or checksums >= CHECKSUM_TRIES
+                    or time.monotonic() >= deadline
+                ):
+                    raise error(f"{what}: {describe(exc)}") from exc
                 wait = random.uniform(0, min(RETRY_CAP, RETRY_BASE * 2**attempt))
                 attempt += 1
                 logger.debug("%s failed (%s); retrying in %.2f s", what, describe(exc), wait)
@@ -232,7 +267,7 @@ class BucketLocation:
                 raise
             return bytes(answer["Body"].read())
 
-        return self.call(f"read {self.shown(key)}", get)
+        return self.call(f"read {self.shown(key)}", get, BucketReadError)
 
     def write(self, key: str, data: bytes) -> None:
         self.call(
@@ -303,7 +338,7 @@ class BucketLocation:
             found.discard("")
             return sorted(found)
 
-        return self.call(f"list {self.shown(key)}", listing)
+        return self.call(f"list {self.shown(key)}", listing, BucketReadError)
 
     def delete(self, key: str) -> None:
         self.call(
