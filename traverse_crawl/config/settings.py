@@ -325,6 +325,9 @@ FIELDS: dict[str, Field] = {
     "source_id": Field("TRAVERSE_SOURCE_ID", "", parse_text),
     # The item field that gets the sourceRef of the item's response.
     "item_source_field": Field("TRAVERSE_ITEM_SOURCE_FIELD", "sourceRef", parse_field_name),
+    # Request headers that select content, besides Accept and Accept-Language: a request
+    # that sets one apart from its default has a page id of its own (snapshots/request_key.py).
+    "request_key_headers": Field("TRAVERSE_REQUEST_KEY_HEADERS", [], parse_list),
     # Each seed's links not admitted, in <manifest name>.skipped.jsonl (crawl/skipped.py).
     "skipped": Field("TRAVERSE_SKIPPED", False, parse_bool),
     # A Prometheus endpoint while the crawl runs (operations/metrics.py); 0: off.
@@ -388,6 +391,7 @@ class TraverseConfig:
     replay_reader: bool
     source_id: str
     item_source_field: str
+    request_key_headers: list[str]
     skipped: bool
     metrics_port: int
     metrics_host: str

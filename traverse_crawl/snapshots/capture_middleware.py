@@ -1,11 +1,14 @@
 """Each page response's snapshot and ``sourceRef``, for any spider (docs/snapshots.md).
 
-``PageIdMiddleware``, a downloader middleware next to the engine, gives every request
-that is not a frontier page its page id before the replay and revalidate middlewares
-read it. ``CaptureMiddleware``, the spider middleware next to the spider, builds the
-snapshot of each 2xx response before its callback runs (``traverse_snapshot``,
-``traverse_source_ref``), hands it to the writer at once in ``capture`` mode, and puts
-the ``sourceRef`` on the items the callback yields (``snapshots/item_source.py``).
+``PageIdMiddleware`` gives every request that is not a frontier page its page id (its
+URL, and its method, body, content headers and count of earlier requests of the same
+kind: ``snapshots/request_key.py``) as it is scheduled, in the order the spider asked, or
+as a downloader middleware next to the engine for a request that was never scheduled,
+before the replay and revalidate middlewares read it. ``CaptureMiddleware``, the spider
+middleware next to the spider, builds the snapshot of each 2xx response before its
+callback runs (``traverse_snapshot``, ``traverse_source_ref``), hands it to the writer at
+once in ``capture`` mode, and puts the ``sourceRef`` on the items the callback yields
+(``snapshots/item_source.py``).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
-from scrapy.http import Response
+from scrapy.http import Headers, Response
 
 from traverse_crawl.config.settings import get_config
 from traverse_crawl.crawl.items import PageItem
@@ -38,6 +41,12 @@ from traverse_crawl.signals import page_captured
 from traverse_crawl.snapshots import model as snap
 from traverse_crawl.snapshots.capture import Capture, capture_of, request_page_id
 from traverse_crawl.snapshots.item_source import SourceRefField
+from traverse_crawl.snapshots.request_key import (
+    Occurrences,
+    key_header_names,
+    occurrence_suffix,
+    variant,
+)
 from traverse_crawl.snapshots.source_ref import build_source_ref
 
 logger = logging.getLogger(__name__)
@@ -47,27 +56,54 @@ _PAGE_KEYS = ATTEMPT_KEYS | {PAGE_ID, SOURCE_REF, SNAPSHOT_WRITE, REDIRECTS}
 
 
 class PageIdMiddleware:
-    """Downloader side: the page id of every request that is not a frontier page."""
+    """The page id of every request that is not a frontier page."""
 
     def __init__(self, crawler: Crawler) -> None:
+        config = get_config(crawler)
         self.crawler = crawler
-        self.source_id = get_config(crawler).source_id  # "": the spider's name, taken later
+        self.source_id = config.source_id  # "": the spider's name, taken later
+        self.header_names = key_header_names(config.request_key_headers)
+        defaults = Headers(crawler.settings.getdict("DEFAULT_REQUEST_HEADERS"))
+        self.defaults = {name: _joined(defaults, name) for name in self.header_names}
+        self.occurrences = Occurrences()
+        # At scheduling, not at download: requests are scheduled in the order the spider
+        # yields them, while the order they leave the scheduler depends on timing, so
+        # the Nth duplicate is the same request in a capture and in its replay.
+        crawler.signals.connect(self._scheduled, signal=signals.request_scheduled)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PageIdMiddleware:
         return cls(crawler)
 
+    def _scheduled(self, request: Request) -> None:
+        self._assign(request, counted=True)
+
     def process_request(self, request: Request) -> None:
+        self._assign(request, counted=False)  # never scheduled (``engine.download``)
+
+    def _assign(self, request: Request, counted: bool) -> None:
         meta = request.meta
         # robots.txt and sitemap files are not pages: no page id, nothing captured.
+        # A retry or a redirect keeps the page id of the request it continues.
         if PAGE_ID in meta or ROBOTS in meta or SITEMAP_ID in meta:
             return
         if not self.source_id:
             spider = self.crawler.spider
             self.source_id = str(getattr(spider, "name", None) or "spider")
         page_id = request_page_id(self.source_id, request.url)
-        if page_id is not None:
-            meta[PAGE_ID] = page_id
+        if page_id is None:
+            return
+        headers = {name: _joined(request.headers, name) for name in self.header_names}
+        page_id += variant(request.method, request.body, headers, self.defaults)
+        if counted:
+            page_id += occurrence_suffix(self.occurrences.next(page_id))
+        meta[PAGE_ID] = page_id
+
+
+def _joined(headers: Headers, name: str) -> bytes | None:
+    """A header's values as one (``a, b``), or None when it is not set."""
+    values = headers.getlist(name)
+    return b", ".join(values) if values else None
 
 
 class CaptureMiddleware:
