@@ -115,15 +115,18 @@ def extract(seed_ids: list[str], config: TraverseConfig, settings: Any = None) -
 
     _warnings_to_stderr()
     rules = config.extract
-    extractor = Extractor(rules, config.max_items_per_page, config.extract_timeout)
+    extractor = Extractor(
+        rules, config.max_items_per_page, config.extract_timeout, config.max_item_bytes_per_page
+    )
     items = open_location("TRAVERSE_ITEMS_DIR", config.items_dir, settings or {})
     pages = sum(len(m.data["pages"]) for m in manifests)
     # Every page is extracted in an extraction process, with the crawl's hard bound on
     # one page; more than one beside each other for more than a few hundred pages.
     workers = max(1, min(os.cpu_count() or 1, 4, pages // POOL_PAGES))
     pool = ExtractionPool(
-        rules, config.max_items_per_page, config.extract_timeout, workers, items=False
-    )
+        rules, config.max_items_per_page, config.extract_timeout, workers, items=False,
+        max_item_bytes=config.max_item_bytes_per_page,
+    )  # fmt: skip
     try:
         return _extract_all(manifests, config, extractor, store, pool, items)
     finally:

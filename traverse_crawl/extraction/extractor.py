@@ -4,9 +4,13 @@ Pure: a body, its URLs and the compiled rules in, item dicts out. The crawl runs
 off the reactor thread (``extraction/spider_extraction.py``: in the extraction process,
 or a worker thread), ``scrapy extract`` runs it over the store, and a spider's
 ``parse_page`` may call it directly. Every page is bounded: at most
-``max_items_per_page`` items (and values of one ``many`` field), and at most
-``timeout`` seconds, regular expressions included (the ``regex`` module's timeout);
-a page past a bound keeps what fits, or nothing after the timeout, with a warning.
+``max_items_per_page`` items (and values of one ``many`` field), at most
+``max_item_bytes`` bytes of items (counted as they are made, so a page whose matches
+nest never holds more than that), and at most ``timeout`` seconds, regular
+expressions included (the ``regex`` module's timeout); a page past a bound keeps
+what fits, or nothing after the timeout, with a warning. A selector that fails on a
+page (a data-dependent error the start-up check could not see) makes its field
+missing, or skips its type, with a page warning: a rule never loses a page.
 """
 
 from __future__ import annotations
@@ -15,25 +19,61 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring as _json_string
 from typing import Any
 
 from lxml import etree
 
 from traverse_crawl.crawl.html import cap_attributes
 from traverse_crawl.extraction.items import ExtractedItem
-from traverse_crawl.extraction.rules import FieldRule, ItemType, Rules, load_rules
+from traverse_crawl.extraction.rules import (
+    FieldRule,
+    ItemType,
+    Rules,
+    Selector,
+    evaluation_error,
+    load_rules,
+)
 from traverse_crawl.extraction.spans import SourceMap, node_path
 from traverse_crawl.extraction.values import NoValue, derive
 from traverse_crawl.fetch import urls
 from traverse_crawl.meta_keys import SNAPSHOT
 
 MAX_ITEMS_PER_PAGE = 1000
+MAX_ITEM_BYTES_PER_PAGE = 16 * 1024 * 1024
 TIMEOUT = 10.0
+# What an item's JSON adds to the texts it holds (keys, quotes, the page's URLs are
+# counted apiece), and an evidence entry's: the bytes bound counts them too.
+_ITEM_OVERHEAD = 96
+_ENTRY_OVERHEAD = 48
 _local = threading.local()
 
 
 class ExtractionTimeout(Exception):
     pass
+
+
+class _OverBudget(Exception):
+    """The page's items have reached ``max_item_bytes``: the rest are dropped."""
+
+
+class SelectorFailed(Exception):
+    """A selector raised when evaluated on this page; ``str()`` says why."""
+
+
+def evaluate(selector: Selector, context: Any) -> Any:
+    """The selector's result on ``context``; ``SelectorFailed`` when it raises (an
+    EXSLT ``re:`` pattern built from the page, a type error only data reaches)."""
+    try:
+        return selector.compiled(context)
+    except Exception as exc:
+        raise SelectorFailed(evaluation_error(exc)) from None
+
+
+def text_bytes(text: str) -> int:
+    """The size of ``text`` in an items file's line: JSON-escaped, in UTF-8."""
+    escaped = _json_string(text)
+    return len(escaped) if escaped.isascii() else len(escaped.encode("utf-8", "surrogatepass"))
 
 
 @dataclass
@@ -42,6 +82,19 @@ class Extraction:
 
     items: list[ExtractedItem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+
+
+def bytes_warning(max_bytes: int, kept: int) -> str:
+    """The page warning of a page whose items passed ``max_bytes``."""
+    return (
+        f"extraction: more than {max_bytes} bytes of items on this page; the first {kept} "
+        "item(s) were kept (TRAVERSE_MAX_ITEM_BYTES_PER_PAGE)"
+    )
+
+
+def failed_warning(reason: str) -> str:
+    """The page warning of a page whose extraction raised: the page is kept."""
+    return f"extraction failed on this page ({reason}); no items from this page"
 
 
 def timeout_warning(timeout: float) -> str:
@@ -116,10 +169,12 @@ class Extractor:
         rules: Rules | str | os.PathLike[str],
         max_items_per_page: int = MAX_ITEMS_PER_PAGE,
         timeout: float = TIMEOUT,
+        max_item_bytes_per_page: int = MAX_ITEM_BYTES_PER_PAGE,
     ) -> None:
         self.rules = rules if isinstance(rules, Rules) else load_rules(os.fspath(rules))
         self.max_items = max_items_per_page
         self.timeout = timeout
+        self.max_bytes = max_item_bytes_per_page
 
     @property
     def extractor(self) -> str:
@@ -162,6 +217,9 @@ class Extractor:
         except (ExtractionTimeout, TimeoutError):
             out.items.clear()
             out.warnings.append(timeout_warning(self.timeout))
+        except Exception as exc:  # a bug or a resource limit: the page is kept, not its items
+            out.items.clear()
+            out.warnings.append(failed_warning(f"{type(exc).__name__}: {exc}"[:200]))
         return out
 
     def _extract(
@@ -184,17 +242,24 @@ class Extractor:
         parsed = urls.parse(final_url)
         on_origin = parsed is not None and urls.same_origin(final_url, origin)
         path = str(parsed.pathname) if parsed is not None else ""
-        page = _Page(root, source, base, deadline, self.max_items, out)
-        head = {"pageId": page_id, "url": page_url, "sourceRef": source_ref}
-        head = {key: value for key, value in head.items() if value is not None}
+        page = _Page(root, source, base, deadline, self.max_items, self.max_bytes, out)
+        given = {"pageId": page_id, "url": page_url, "sourceRef": source_ref}
+        head = {key: value for key, value in given.items() if value is not None}
+        head_bytes = _ITEM_OVERHEAD + sum(map(text_bytes, head.values()))
+        head_bytes += text_bytes(self.rules.extractor)
         for item_type in self.rules.types:
             if item_type.paths and not (on_origin and item_type.matches_path(path)):
                 continue
-            if item_type.require is not None and not _truthy(item_type.require.compiled(root)):
-                continue
-            contexts = (
-                [root] if item_type.each is None else _elements(item_type.each.compiled(root))
-            )
+            if item_type.require is not None:
+                required = _page_level(item_type, "require", item_type.require, root, out)
+                if required is None or not _truthy(required):
+                    continue
+            contexts = [root]
+            if item_type.each is not None:
+                found = _page_level(item_type, "each", item_type.each, root, out)
+                if found is None:
+                    continue
+                contexts = _elements(found)
             for context in contexts:
                 if len(out.items) >= self.max_items:
                     out.warnings.append(
@@ -202,7 +267,28 @@ class Extractor:
                         f"{self.max_items} were kept (TRAVERSE_MAX_ITEMS_PER_PAGE)"
                     )
                     return
-                out.items.append(page.item(item_type, context, head, self.rules.extractor))
+                try:
+                    page.spend(head_bytes + text_bytes(item_type.name))
+                    item = page.item(item_type, context, head, self.rules.extractor)
+                except _OverBudget:
+                    out.warnings.append(bytes_warning(self.max_bytes, len(out.items)))
+                    return
+                out.items.append(item)
+
+
+def _page_level(
+    item_type: ItemType, key: str, selector: Selector, root: Any, out: Extraction
+) -> Any:
+    """The result of a type's ``require`` or ``each``; None, with a page warning, when
+    it fails on this page (the type gives no items here; the page is kept)."""
+    try:
+        return evaluate(selector, root)
+    except SelectorFailed as exc:
+        out.warnings.append(
+            f"extraction: type {item_type.name!r}: its {key!r} selector failed on this page "
+            f"({exc}); no items of this type"
+        )
+        return None
 
 
 def _truthy(result: Any) -> bool:
@@ -225,6 +311,7 @@ class _Page:
         base: str,
         deadline: float,
         max_values: int,
+        max_bytes: int,
         out: Extraction,
     ) -> None:
         self.root = root
@@ -232,8 +319,16 @@ class _Page:
         self.base = base
         self.deadline = deadline
         self.max_values = max_values
+        self.left = max_bytes  # bytes the page's items may still take
         self.out = out
         self.capped: set[str] = set()
+        self.failed: set[str] = set()
+
+    def spend(self, size: int) -> None:
+        """Count ``size`` bytes against the page's items; ``_OverBudget`` past the bound."""
+        self.left -= size
+        if self.left < 0:
+            raise _OverBudget
 
     def item(
         self, item_type: ItemType, context: Any, head: dict[str, Any], extractor: str
@@ -242,6 +337,7 @@ class _Page:
         missing: list[str] = []
         evidence: dict[str, list[dict[str, Any]]] = {}
         for rule in item_type.fields:
+            self.spend(3 * text_bytes(rule.name) + 8)  # in fields or missing, and evidence
             value, entries = self.field(item_type, rule, context)
             if value is None:
                 missing.append(rule.name)
@@ -260,7 +356,17 @@ class _Page:
         remaining = self.deadline - time.monotonic()
         if remaining <= 0:
             raise ExtractionTimeout
-        results = rule.selector.compiled(context)
+        try:
+            results = evaluate(rule.selector, context)
+        except SelectorFailed as exc:
+            key = f"{item_type.name}.{rule.name}"
+            if key not in self.failed:  # one warning per field and page, not per item
+                self.failed.add(key)
+                self.out.warnings.append(
+                    f"extraction: field {rule.name!r} of type {item_type.name!r}: its selector "
+                    f"failed on this page ({exc}); the field is missing"
+                )
+            return None, []
         if not isinstance(results, list):
             results = [results]
         values: list[Any] = []
@@ -269,6 +375,9 @@ class _Page:
             text = matched_text(result)
             if not text.strip():
                 continue  # whitespace between elements is not a value
+            # Counted before it is kept (then its value, below): a text past what is
+            # left ends the page's items.
+            self.spend(text_bytes(text) + _ENTRY_OVERHEAD)
             if rule.many and len(values) >= self.max_values:
                 key = f"{item_type.name}.{rule.name}"
                 if key not in self.capped:
@@ -285,7 +394,9 @@ class _Page:
                                max(0.001, self.deadline - time.monotonic()))  # fmt: skip
             except NoValue as exc:
                 entry["reason"] = str(exc)
+                self.spend(text_bytes(entry["reason"]))
             else:
+                self.spend(text_bytes(value) if isinstance(value, str) else 24)
                 values.append(value)
             entries.append(entry)
             if not rule.many:
@@ -297,6 +408,7 @@ class _Page:
     def evidence(self, rule: FieldRule, result: Any, text: str) -> dict[str, Any]:
         entry: dict[str, Any] = {"selector": rule.selector.written}
         node = node_path(result)
+        self.spend(text_bytes(rule.selector.written) + (0 if node is None else len(node)))
         if node is not None:
             entry["node"] = node
         entry["text"] = text

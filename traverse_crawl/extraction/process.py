@@ -31,7 +31,11 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
-from traverse_crawl.extraction.extractor import Extractor, timeout_warning
+from traverse_crawl.extraction.extractor import (
+    MAX_ITEM_BYTES_PER_PAGE,
+    Extractor,
+    timeout_warning,
+)
 from traverse_crawl.extraction.from_store import encode_items
 from traverse_crawl.extraction.process_main import Answer
 from traverse_crawl.extraction.rules import Rules
@@ -60,6 +64,7 @@ class ExtractionProcess(FramedChild):
         overdue_after: float,
         on_overdue: Callable[[], None],
         items: bool = True,
+        max_item_bytes: int = MAX_ITEM_BYTES_PER_PAGE,
     ) -> None:
         # OSError if it cannot start: the caller extracts in the crawl.
         super().__init__(loop, package_command("traverse_crawl.extraction.process_main", True))
@@ -73,7 +78,8 @@ class ExtractionProcess(FramedChild):
         self.watch: asyncio.TimerHandle | None = None
         self.event_loop = loop
         config: dict[str, Any] = {"raw": rules.raw, "source": rules.source,
-                                  "max_items": max_items, "timeout": timeout}  # fmt: skip
+                                  "max_items": max_items, "timeout": timeout,
+                                  "max_item_bytes": max_item_bytes}  # fmt: skip
         if not items:
             config["items"] = False
         self._send(config)
@@ -175,9 +181,11 @@ class ExtractionPool:
         timeout: float,
         workers: int = 1,
         items: bool = True,
+        max_item_bytes: int = MAX_ITEM_BYTES_PER_PAGE,
     ) -> None:
         self.rules = rules
         self.max_items = max_items
+        self.max_item_bytes = max_item_bytes
         self.timeout = timeout
         self.items = items
         # Its own event loop, in a thread of its own: the caller may be inside a loop.
@@ -251,7 +259,7 @@ class ExtractionPool:
             child = ExtractionProcess(
                 self.loop, self.rules, self.max_items, self.timeout,
                 overdue_after=overdue_after(self.timeout), on_overdue=lambda: None,
-                items=self.items,
+                items=self.items, max_item_bytes=self.max_item_bytes,
             )  # fmt: skip
         except OSError as exc:
             self.no_process = True
@@ -265,7 +273,7 @@ class ExtractionPool:
 
     def _in_this_process(self, job: PageJob) -> Answer:
         if self._here is None:
-            self._here = Extractor(self.rules, self.max_items, self.timeout)
+            self._here = Extractor(self.rules, self.max_items, self.timeout, self.max_item_bytes)
         body, final_url, page_url, page_id, source_ref, seed_url = job
         extraction = self._here.extract(
             body, final_url, page_url=page_url, page_id=page_id, source_ref=source_ref,

@@ -9,7 +9,7 @@ items file is the same whichever process extracted its pages.
 
 The protocol (the frames of ``snapshots/writer_process.py``): on stdin first
 ``{"raw": the extraction file's bytes, "source": its path, "max_items": int,
-"timeout": float}`` (and ``"items": False`` to be sent no items,
+"timeout": float, "max_item_bytes": int}`` (and ``"items": False`` to be sent no items,
 only the lines: what ``scrapy extract`` needs), then one ``(body, final URL, page URL,
 page id, sourceRef, seed URL)`` per page. On stdout one frame per page, in order:
 ``(lines, items, warnings)`` (the page's lines of the items file, its items as plain
@@ -25,7 +25,7 @@ import logging
 import signal
 from typing import Any
 
-from traverse_crawl.extraction.extractor import Extractor
+from traverse_crawl.extraction.extractor import MAX_ITEM_BYTES_PER_PAGE, Extractor
 from traverse_crawl.extraction.from_store import encode_items
 from traverse_crawl.extraction.rules import rules_from_bytes
 from traverse_crawl.snapshots.writer_process import Frames, next_batch, send
@@ -65,6 +65,7 @@ def main() -> None:
         rules,
         config[0]["max_items"],
         config[0]["timeout"],
+        config[0].get("max_item_bytes", MAX_ITEM_BYTES_PER_PAGE),
     )
     items = bool(config[0].get("items", True))
     while batch := next_batch(frames, 64):

@@ -30,7 +30,12 @@ from scrapy.crawler import Crawler
 from traverse_crawl.config.settings import TraverseConfig
 from traverse_crawl.crawl.spool import Spool
 from traverse_crawl.errors import ConfigError
-from traverse_crawl.extraction.extractor import Extraction, Extractor, timeout_warning
+from traverse_crawl.extraction.extractor import (
+    Extraction,
+    Extractor,
+    failed_warning,
+    timeout_warning,
+)
 from traverse_crawl.extraction.from_store import encode_items, page_key, seed_chunks
 from traverse_crawl.extraction.items import ExtractedItem, items_path, write_items_file
 from traverse_crawl.extraction.process import OVERDUE, ExtractionProcess
@@ -56,7 +61,10 @@ class SpiderExtraction:
         assert config.extract is not None
         self.crawler = crawler
         self.extractor = Extractor(
-            config.extract, config.max_items_per_page, config.extract_timeout
+            config.extract,
+            config.max_items_per_page,
+            config.extract_timeout,
+            config.max_item_bytes_per_page,
         )
         self.directory = config.items_dir
         self.settings = crawler.settings
@@ -106,6 +114,7 @@ class SpiderExtraction:
                 timeout,
                 overdue_after=timeout + max(1.0, timeout / 2),
                 on_overdue=self._replace_process,
+                max_item_bytes=config.max_item_bytes_per_page,
             )
         except OSError as exc:  # no process to be had: every page is extracted here
             self.process = None
@@ -173,8 +182,13 @@ class SpiderExtraction:
                 source_ref=source_ref,
                 seed_url=seed_url,
             )
-            extraction = await asyncio.get_running_loop().run_in_executor(self.executor, job)
-            lines = encode_items(extraction)
+            try:
+                extraction = await asyncio.get_running_loop().run_in_executor(self.executor, job)
+                lines = encode_items(extraction)
+            except Exception as exc:  # never a page lost to its extraction: it is recorded
+                logger.warning("extraction: %s: %s", page_url, exc)
+                extraction = Extraction([], [failed_warning(f"{type(exc).__name__}: {exc}"[:200])])
+                lines = b""
         self._keep(page_id, source_ref, lines)
         stats = self.crawler.stats
         inc(stats, "extraction/pages")
