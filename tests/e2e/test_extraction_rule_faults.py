@@ -240,3 +240,14 @@ def test_one_pages_items_are_bounded_in_bytes_with_a_page_warning(server, tmp_pa
     assert [json.loads(line)["fields"]["title"] for line in lines[:3]] == [
         "card 0", "card 1", "card 2",
     ]  # fmt: skip
+    # scrapy extract, offline, keeps the same bound: the same bytes.
+    before = items_file.read_bytes()
+    again = scrapy(
+        "extract", *rules_args(tmp_path, "x.toml", rules),
+        "-s", f"TRAVERSE_MAX_ITEM_BYTES_PER_PAGE={bound}",
+        "-s", f"TRAVERSE_STORE={tmp_path / 'store'}",
+        "-s", f"TRAVERSE_MANIFEST_DIR={tmp_path / 'manifests'}",
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "TRAVERSE_MAX_ITEM_BYTES_PER_PAGE" in again.stderr
+    assert items_file.read_bytes() == before
