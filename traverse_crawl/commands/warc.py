@@ -154,7 +154,7 @@ class Command(StoreCommand, ScrapyCommand):
             f"{report.normalised} URL(s) stored in normal form"
         )
         _write(sys.stdout, escape_controls(summary) + "\n")
-        if report.unreadable or (report.skipped and not report.imported):
+        if report.unreadable or (report.skipped and not report.whole):  # all damaged
             self.exitcode = 1
 
     def _usage_error(self, message: str) -> None:

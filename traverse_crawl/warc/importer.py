@@ -40,6 +40,9 @@ _READ_ERRORS = (OSError, zipfile.BadZipFile)
 @dataclass
 class ImportReport:
     records: int = 0
+    # Response, resource and revisit records read to their end undamaged, imported or not
+    # (one that holds no HTTP response, a 404): 0 with records skipped is exit status 1.
+    whole: int = 0
     imported: int = 0
     skipped: int = 0
     superseded: int = 0
@@ -281,8 +284,12 @@ def candidates(
         if number in unreadable:
             continue
 
+        captures: set[int] = set()  # offsets of this file's response, resource, revisit
+
         def build(record: ArcWarcRecord, offset: int) -> list[Snapshot] | Rejected:
             report.records += 1
+            if record.rec_type in ("response", "resource", "revisit"):
+                captures.add(offset)  # noqa: B023
             if report.records % 1000 == 0:
                 progress(report.records)
             key = (number, offset)  # noqa: B023
@@ -299,7 +306,7 @@ def candidates(
                 return Rejected(f"{shown}: {exc}", too_large=True)
 
         try:
-            yield from _second_pass(name, opener, size, build, report)
+            yield from _second_pass(name, opener, size, build, report, captures)
         except _READ_ERRORS as exc:
             report.unreadable += 1
             report.warnings.append(f"{name}: cannot read: {exc}")
@@ -312,10 +319,13 @@ def _second_pass(
     size: int,
     build: Callable[[ArcWarcRecord, int], list[Snapshot] | Rejected],
     report: ImportReport,
+    captures: set[int],
 ) -> Iterator[Snapshot]:
-    """One file's snapshots; its problems are added to ``report``."""
+    """One file's snapshots; its problems are added to ``report``. ``captures``: the
+    offsets ``build`` saw a response, resource or revisit at."""
     with opener() as fh:
         for item in read_records(fh, size, build):
+            report.whole += int(not isinstance(item, Bad) and item.offset in captures)
             if isinstance(item, Bad):
                 report.skipped += int(item.skipped)
                 what = "skipped record at" if item.skipped else "at"

@@ -22,11 +22,16 @@ from typing import BinaryIO, Generic, TypeVar
 from warcio.archiveiterator import ArchiveIterator
 from warcio.recordloader import ArcWarcRecord
 
+from traverse_crawl.warc.import_metadata import clipped
+
 GZIP_MAGIC = b"\x1f\x8b\x08"
 WARC_MAGIC = b"WARC/1."
 _CHUNK = 1 << 20
 # An ARC v1 record's first line: URL IP-address Archive-date Content-type Archive-length.
-_ARC_LINE = re.compile(rb"^\S+://\S* \S+ \d{14} \S+ \d+\s*$", re.MULTILINE)
+# As warcio (and so pywb) reads one: a date of more than 14 digits is cut to 14, and a
+# length that is not one (``-1`` in pywb's sample ``bad.arc``) still starts a record,
+# which ``_bad_length`` then names as bad, so reading goes on after it.
+_ARC_LINE = re.compile(rb"^\S+://\S* \S+ \d{14}\d* \S+ \S+\s*$", re.MULTILINE)
 _WARCIO_OFFSET = re.compile(r"Offset: (\d+)")
 
 T = TypeVar("T")
@@ -138,6 +143,21 @@ class _Quiet:
             yield notice if notice.offset >= 0 else Bad(offset, notice.reason, notice.skipped)
 
 
+def _bad_length(record: ArcWarcRecord) -> str | None:
+    """Why the record's length (an ARC line's Archive-length, a WARC Content-Length) is
+    not one, naming the record by its type and URL (an ARC file's ``filedesc`` line, a
+    ``warcinfo`` record, by its file name); None when it is a whole number."""
+    headers = record.rec_headers
+    length = headers.get_header("Content-Length")
+    if length is None or length.strip().isdigit():
+        return None
+    name = headers.get_header("WARC-Target-URI") or headers.get_header("WARC-Filename") or ""
+    return (
+        f"{record.rec_type} record {clipped(name, 300)!r}: its length "
+        f"{clipped(length, 40)!r} is not a whole number"
+    )
+
+
 def _torn(record: ArcWarcRecord) -> bool:
     """Whether the record's block ended before its Content-Length."""
     return int(getattr(record.raw_stream, "limit", 0) or 0) > 0
@@ -178,6 +198,14 @@ def read_records(
                 if record is None:
                     break
                 current = iterator.offset
+                bad = _bad_length(record)
+                if bad is not None:
+                    # Read as warcio reads it (no content), reported, never built; warcio
+                    # goes on at the next record, or fails there and resumes below.
+                    quiet.call(partial(iterator.read_to_end, record))
+                    yield from quiet.drain(current)
+                    yield Bad(current, bad)
+                    continue
                 value = build(record, current)
                 quiet.call(partial(iterator.read_to_end, record))
                 yield from quiet.drain(current)
@@ -228,6 +256,13 @@ def _sequential(
                 return
             current = iterator.offset
             seen += 1
+            bad = _bad_length(record)
+            if bad is not None:
+                quiet.call(partial(iterator.read_to_end, record))
+                yield from quiet.drain(current)
+                if seen > done:
+                    yield Bad(current, bad)
+                continue
             value = build(record, current) if seen > done else None
             quiet.call(partial(iterator.read_to_end, record))
             yield from quiet.drain(current)
