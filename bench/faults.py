@@ -83,6 +83,11 @@ heading = "css:h1::text"
 number = { selector = "css:h1::text", re = 'Page (\\d+)', type = "integer" }
 links = { selector = "css:a::attr(href)", many = true, url = true }
 """
+RESTART_AFTER_EXIT_2 = 1.0  # seconds before a worker that exited 2 is started again
+UNREACHABLE = re.compile(
+    r"(REDIS_URL: cannot reach Redis|(TRAVERSE_STORE|TRAVERSE_MANIFEST_DIR|TRAVERSE_ITEMS_DIR): "
+    r"s3://\S+: cannot reach)"
+)
 FETCHED_AT = re.compile(r"fetchedAt=[^&\"]*")
 
 
@@ -430,6 +435,11 @@ class Campaign:
                     while pending and pending[0].at <= hits and (alive or restarts):
                         fault = pending.pop(0)
                         fault.state = "injected" if inject(fault) else "skipped"
+                for slot, run in list(current.items()):
+                    # A worker that could not reach a service at start (exit 2, during a
+                    # fault) is started again, as a supervisor restarts a failed unit.
+                    if run.proc.poll() == 2 and slot not in restarts and run.number < 8:
+                        restarts[slot] = now + RESTART_AFTER_EXIT_2
                 for slot, when in list(restarts.items()):
                     if now >= when:
                         del restarts[slot]
@@ -458,6 +468,12 @@ class Campaign:
                 run.status = run.proc.returncode
         outcome.seconds = time.monotonic() - began
         self.check(outcome, bucket)
+        if outcome.failures:  # the workers' logs outlive the campaign's directory
+            kept = (
+                Path(tempfile.gettempdir()) / f"traverse-faults-s{self.seed}-c{index}-{os.getpid()}"
+            )
+            shutil.copytree(crawl_dir, kept, dirs_exist_ok=True)
+            outcome.failures.append(f"the workers' stderr and stats files: {kept}")
         return outcome
 
     # the invariants
@@ -480,15 +496,24 @@ class Campaign:
             outcome.no_space += "No space left on device" in err
             redis_lost = "ERROR: REDIS_URL:" in err
             if "Traceback" in err:
-                fail(f"{name}: a traceback on stderr: {tail(err, 'Traceback')}")
+                fail(f"{name}: a traceback on stderr: {exception(err)}")
             if run.status == 0:
                 if lost or said:
                     fail(f"{name}: exit 0, but {lost} result(s) lost")
             elif run.status == 1:
                 if not (lost and said) and not redis_lost:
                     fail(f"{name}: exit 1 with nothing said lost: {tail(err, 'ERROR')}")
+            elif run.status == 2:
+                # Documented for a service not reachable at start: one line naming the
+                # setting, nothing requested.
+                errors = [ln for ln in err.splitlines() if "error:" in ln or "ERROR:" in ln]
+                if len(errors) != 1 or not UNREACHABLE.search(errors[0]):
+                    fail(f"{name}: exit 2 without one line naming the service: "
+                         f"{tail(err, 'rror')}")  # fmt: skip
             else:
                 fail(f"{name}: exit status {run.status}: {tail(err, 'ERROR')}")
+            if stats is not None and run.status == 2:
+                fail(f"{name}: exit 2 after the crawl ran (a stats file was written)")
             if stats is None and run.status in (0, 1):
                 fail(f"{name}: exit {run.status} and no stats file")
         client = self.s3.client()
@@ -574,9 +599,23 @@ def difference(found: Any, expected: Any) -> str:
     return f"{str(found)[:300]} != expected {str(expected)[:300]}"
 
 
+def exception(text: str) -> str:
+    """The exception line of the first traceback in ``text``, and where it was raised."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if "Traceback" in line)
+    where = ""
+    for line in lines[start + 1 :]:
+        if line.startswith("  File "):
+            where = line.strip()
+        elif not line.startswith(" "):
+            return f"{line[:300]} ({where[:200]})"
+    return lines[start][:300]
+
+
 def tail(text: str, marker: str) -> str:
     lines = [line for line in text.splitlines() if marker in line]
-    return (lines[0] if lines else text.strip().splitlines()[-1:] or ["(nothing)"])[0][:400]
+    lines = lines or text.strip().splitlines()[-1:] or ["(nothing)"]
+    return lines[0][:400]
 
 
 # -- the command --------------------------------------------------------------------------
