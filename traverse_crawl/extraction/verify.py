@@ -168,6 +168,7 @@ class Verifier:
         self.pool = ExtractionPool(rules, max_items, timeout, workers=1)
         self.pages: collections.OrderedDict[tuple[str, Any, str], _Page | str]
         self.pages = collections.OrderedDict()
+        self.matched: dict[tuple[str, Any, str], dict[int, int]] = {}
         self.items = 0
         self.entries = 0
 
@@ -265,6 +266,8 @@ class Verifier:
             self.pages.move_to_end(key)
             return self.pages[key]
         found = self._extract(source_ref, page_id, url)
+        if isinstance(found, _Page):  # the lines found so far, kept past the page's parse
+            found.matched = self.matched.setdefault(key, {})
         self.pages[key] = found
         if len(self.pages) > PAGES_KEPT:
             self.pages.popitem(last=False)
