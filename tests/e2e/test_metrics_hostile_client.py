@@ -109,3 +109,33 @@ def test_a_client_that_pipelines_and_never_reads_does_not_slow_the_crawl(
     assert longest < 2.0, f"no page reached the site for {longest:.1f} s"
     grown = (peak - before) / 1024
     assert grown < 64, f"the crawl grew by {grown:.0f} MiB while the client pipelined"
+
+
+def test_a_client_that_says_nothing_is_dropped(server: Server, tmp_path: Path):
+    server.site({"/": Reply(body="slow", delay=20.0)})  # the crawl outlives the client
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable, "-m", "scrapy", "crawl", "traverse", "-a", f"url={server.url('/')}",
+            *crawl_args(tmp_path, server.origin), "-s", f"TRAVERSE_METRICS_PORT={port}",
+            "-s", "DOWNLOAD_TIMEOUT=30",
+        ],
+        cwd=REPO, env=scrapy_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        wait_for(lambda: scrape(port), "the metrics endpoint")
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as idle:
+            idle.sendall(b"GET /metr")  # a request that never ends
+            opened = time.monotonic()
+            try:
+                while idle.recv(4096):
+                    pass
+            except (ConnectionResetError, TimeoutError):
+                pass
+            held = time.monotonic() - opened
+        assert proc.poll() is None, "the crawl ended before the client was dropped"
+    finally:
+        proc.kill()
+        proc.communicate()
+    assert held < 15, f"a silent client was held {held:.1f} s"

@@ -353,7 +353,10 @@ class MetricsSite(Site):
     noisy = False  # no "Starting factory" lines in the crawl's log
 
     def __init__(self, resource: Resource) -> None:
-        super().__init__(resource, timeout=CONNECTION_SECONDS)  # type: ignore[no-untyped-call]
+        super().__init__(resource)  # type: ignore[no-untyped-call]
+        # No idle timeout of Twisted's (it logs each client it times out): a connection's
+        # whole life is bounded by MetricsChannel's deadline instead.
+        self.timeOut = None
         self.open = 0
 
     def buildProtocol(self, addr: IAddress | None) -> Any:
