@@ -184,6 +184,7 @@ def verify(path: str, config: TraverseConfig, settings: Any = None) -> int:
         config.extract,
         config.max_items_per_page,
         config.extract_timeout,
+        config.max_item_bytes_per_page,
     )
     found = 0
     try:

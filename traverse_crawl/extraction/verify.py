@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import collections
 import json
+import os
 import reprlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from traverse_crawl.extraction.extractor import timeout_warning
+from traverse_crawl.extraction.extractor import MAX_ITEM_BYTES_PER_PAGE, timeout_warning
 from traverse_crawl.extraction.from_store import DAMAGED, read_checked
-from traverse_crawl.extraction.process import ExtractionPool
+from traverse_crawl.extraction.process import ExtractionPool, PageJob
+from traverse_crawl.extraction.process_main import Answer
 from traverse_crawl.extraction.rules import Rules
 from traverse_crawl.snapshots.source_ref import parse_source_ref
 from traverse_crawl.snapshots.store import SnapshotStore
@@ -34,7 +36,9 @@ from traverse_crawl.utils.terminal import escape_controls
 SHOWN = 120  # characters of one value, at most, in a line
 LINE = 1000  # characters of a line, at most
 PER_ITEM = 20  # lines of one item, at most (then one saying how many more)
-PAGES_KEPT = 8  # pages' extractions kept for the items after them
+CHUNK = 200  # lines read, and their pages extracted, at a time
+CHUNK_BYTES = 64 << 20  # … or this many bytes of lines, or of the pages' bodies
+PAGES_KEPT = 256  # pages' extractions kept for the items after them (a chunk's, at least)
 MAX_LOOKED = 1000  # evidence entries of a line looked at to find its item
 
 _EVIDENCE_KEYS = ("selector", "node", "text", "span", "re", "url", "type", "reason")
@@ -160,12 +164,23 @@ class _Page:
 class Verifier:
     """Checks items against what ``rules`` give from their snapshots in ``store``."""
 
-    def __init__(self, store: SnapshotStore, rules: Rules, max_items: int, timeout: float) -> None:
+    def __init__(
+        self,
+        store: SnapshotStore,
+        rules: Rules,
+        max_items: int,
+        timeout: float,
+        max_item_bytes: int = MAX_ITEM_BYTES_PER_PAGE,
+    ) -> None:
         self.store = store
         self.rules = rules
         self.timeout = timeout
         self.fields = {t.name: [f.name for f in t.fields] for t in rules.types}
-        self.pool = ExtractionPool(rules, max_items, timeout, workers=1)
+        # The crawl's bounds, so a page gives the items the crawl wrote.
+        workers = min(os.cpu_count() or 1, 2)
+        self.pool = ExtractionPool(
+            rules, max_items, timeout, workers, max_item_bytes=max_item_bytes
+        )
         self.pages: collections.OrderedDict[tuple[str, Any, str], _Page | str]
         self.pages = collections.OrderedDict()
         self.matched: dict[tuple[str, Any, str], dict[int, int]] = {}
@@ -176,16 +191,31 @@ class Verifier:
         self.pool.close()
 
     def verify_lines(self, lines: Iterator[bytes]) -> Iterator[Mismatch]:
-        """Each line's mismatches (blank lines are skipped)."""
+        """Each line's mismatches (blank lines are skipped). Lines are read a chunk at a
+        time, and the pages of a chunk extracted together (the processes kept busy)."""
+        chunk: list[tuple[int, Any]] = []
+        size = 0
         for number, raw in enumerate(lines, 1):
             if not raw.strip():
                 continue
             self.items += 1
             try:
-                item = _DECODER.decode(raw.decode("utf-8"))
+                item: Any = _DECODER.decode(raw.decode("utf-8"))
             except (ValueError, RecursionError) as exc:
                 reason = "nested too deeply" if isinstance(exc, RecursionError) else exc
-                yield Mismatch(number, "", None, f"not a JSON item ({reason})")
+                item = Mismatch(number, "", None, f"not a JSON item ({reason})")
+            chunk.append((number, item))
+            size += len(raw)
+            if len(chunk) >= CHUNK or size >= CHUNK_BYTES:
+                yield from self._chunk(chunk)
+                chunk, size = [], 0
+        yield from self._chunk(chunk)
+
+    def _chunk(self, chunk: list[tuple[int, Any]]) -> Iterator[Mismatch]:
+        self._prefetch([item for _number, item in chunk])
+        for number, item in chunk:
+            if isinstance(item, Mismatch):
+                yield item
                 continue
             found = 0
             try:
@@ -198,6 +228,35 @@ class Verifier:
                 yield Mismatch(number, "", None, "not an extracted item (nested too deeply)")
             if found > PER_ITEM:
                 yield Mismatch(number, "", None, f"{found - PER_ITEM:,} more mismatch(es)")
+
+    def _prefetch(self, items: list[Any]) -> None:
+        """The pages of these items that look checkable, extracted in one go."""
+        keys: dict[tuple[str, Any, str], None] = {}
+        for item in items:
+            if (
+                isinstance(item, dict)
+                and isinstance(item.get("sourceRef"), str)
+                and isinstance(item.get("url"), str)
+                and item.get("extractor") == self.rules.extractor
+            ):
+                key = (item["sourceRef"], item.get("pageId"), item["url"])
+                if key not in self.pages:
+                    keys[key] = None
+        jobs: list[PageJob] = []
+        waiting: list[tuple[str, Any, str]] = []
+        size = 0
+        for key in keys:
+            if size >= CHUNK_BYTES:
+                break  # the rest are read when their items come
+            job = self._job(*key)
+            if isinstance(job, str):
+                self._keep(key, job)
+                continue
+            size += len(job[0])
+            jobs.append(job)
+            waiting.append(key)
+        for key, answer in zip(waiting, self.pool.extract(jobs) if jobs else [], strict=True):
+            self._keep(key, self._answered(answer))
 
     def verify(self, number: int, item: Any) -> Iterator[Mismatch]:
         if not isinstance(item, dict):
@@ -265,7 +324,11 @@ class Verifier:
         if key in self.pages:
             self.pages.move_to_end(key)
             return self.pages[key]
-        found = self._extract(source_ref, page_id, url)
+        job = self._job(source_ref, page_id, url)
+        found = job if isinstance(job, str) else self._answered(self.pool.extract([job])[0])
+        return self._keep(key, found)
+
+    def _keep(self, key: tuple[str, Any, str], found: _Page | str) -> _Page | str:
         if isinstance(found, _Page):  # the lines found so far, kept past the page's parse
             found.matched = self.matched.setdefault(key, {})
         self.pages[key] = found
@@ -273,7 +336,7 @@ class Verifier:
             self.pages.popitem(last=False)
         return found
 
-    def _extract(self, source_ref: str, page_id: Any, url: str) -> _Page | str:
+    def _job(self, source_ref: str, page_id: Any, url: str) -> PageJob | str:
         snapshot = read_checked(self.store, source_ref)
         if isinstance(snapshot, str):
             if snapshot == DAMAGED:
@@ -281,9 +344,10 @@ class Verifier:
             return f"its snapshot is not in the store ({shown(source_ref)})"
         if snapshot["contentType"] != "html":
             return f"its snapshot is {snapshot['contentType']}, not html: it has no items"
-        job = (snapshot["body"], snapshot["url"], url, page_id, source_ref, None)
-        del snapshot
-        _lines, items, warnings = self.pool.extract([job])[0]
+        return (snapshot["body"], snapshot["url"], url, page_id, source_ref, None)
+
+    def _answered(self, answer: Answer) -> _Page | str:
+        _lines, items, warnings = answer
         if timeout_warning(self.timeout) in warnings:
             return (
                 f"its page's extraction stopped after {self.timeout:g} s "
