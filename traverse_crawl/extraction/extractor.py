@@ -25,7 +25,7 @@ from typing import Any
 from lxml import etree
 
 from traverse_crawl.crawl.html import cap_attributes
-from traverse_crawl.extraction.items import ExtractedItem
+from traverse_crawl.extraction.items import ExtractedItem, encode_item
 from traverse_crawl.extraction.rules import (
     FieldRule,
     ItemType,
@@ -423,3 +423,8 @@ class _Page:
         if rule.type != "string":
             entry["type"] = rule.type
         return entry
+
+
+def encode_items(extraction: Extraction) -> bytes:
+    """The page's lines of its seed's items file."""
+    return b"".join(encode_item(item) for item in extraction.items)

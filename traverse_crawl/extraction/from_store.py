@@ -20,8 +20,7 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from traverse_crawl.extraction.extractor import Extraction, Extractor
-from traverse_crawl.extraction.items import encode_item
+from traverse_crawl.extraction.extractor import Extraction, Extractor, encode_items
 from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.snapshots.source_ref import parse_source_ref
 from traverse_crawl.snapshots.store import SnapshotStore, body_matches
@@ -91,10 +90,6 @@ def extract_snapshot(
         source_ref=page["sourceRef"],
         seed_url=seed_url,
     )
-
-
-def encode_items(extraction: Extraction) -> bytes:
-    return b"".join(encode_item(item) for item in extraction.items)
 
 
 # Pages (and bytes of their bodies) read ahead of their extraction by a pool.

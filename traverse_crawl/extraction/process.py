@@ -34,9 +34,9 @@ from typing import Any, Final
 from traverse_crawl.extraction.extractor import (
     MAX_ITEM_BYTES_PER_PAGE,
     Extractor,
+    encode_items,
     timeout_warning,
 )
-from traverse_crawl.extraction.from_store import encode_items
 from traverse_crawl.extraction.process_main import Answer
 from traverse_crawl.extraction.rules import Rules
 from traverse_crawl.utils.framed_pipe import FramedChild, package_command

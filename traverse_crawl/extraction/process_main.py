@@ -25,8 +25,7 @@ import logging
 import signal
 from typing import Any
 
-from traverse_crawl.extraction.extractor import MAX_ITEM_BYTES_PER_PAGE, Extractor
-from traverse_crawl.extraction.from_store import encode_items
+from traverse_crawl.extraction.extractor import MAX_ITEM_BYTES_PER_PAGE, Extractor, encode_items
 from traverse_crawl.extraction.rules import rules_from_bytes
 from traverse_crawl.snapshots.writer_process import Frames, next_batch, send
 

@@ -33,10 +33,11 @@ from traverse_crawl.errors import ConfigError
 from traverse_crawl.extraction.extractor import (
     Extraction,
     Extractor,
+    encode_items,
     failed_warning,
     timeout_warning,
 )
-from traverse_crawl.extraction.from_store import encode_items, page_key, seed_chunks
+from traverse_crawl.extraction.from_store import page_key, seed_chunks
 from traverse_crawl.extraction.items import ExtractedItem, items_path, write_items_file
 from traverse_crawl.extraction.process import OVERDUE, ExtractionProcess
 from traverse_crawl.extraction.process_main import Answer
