@@ -39,7 +39,7 @@ from traverse_crawl.extraction.extractor import (
 )
 from traverse_crawl.extraction.from_store import page_key, seed_chunks
 from traverse_crawl.extraction.items import ExtractedItem, items_path, write_items_file
-from traverse_crawl.extraction.process import OVERDUE, ExtractionProcess
+from traverse_crawl.extraction.process import OVERDUE, ExtractionProcess, overdue_after
 from traverse_crawl.extraction.process_main import Answer
 from traverse_crawl.manifests.read import read_bytes
 from traverse_crawl.signals import manifest_written
@@ -104,8 +104,6 @@ class SpiderExtraction:
     def _start_process(self) -> None:
         config = self.config
         assert config.extract is not None
-        # The hard bound on one page (extraction/process.py): after the timeout that the
-        # extraction checks itself, with room for it to do so.
         timeout = config.extract_timeout
         try:
             self.process = ExtractionProcess(
@@ -113,7 +111,7 @@ class SpiderExtraction:
                 config.extract,
                 config.max_items_per_page,
                 timeout,
-                overdue_after=timeout + max(1.0, timeout / 2),
+                overdue_after=overdue_after(timeout),
                 on_overdue=self._replace_process,
                 max_item_bytes=config.max_item_bytes_per_page,
             )
