@@ -151,3 +151,36 @@ def test_a_stored_body_changed_since_its_capture_is_not_replayed(server, tmp_pat
     assert len(warnings) == 1 and "WARNING" in warnings[0], replay.stderr[-3000:]
     assert stats(tmp_path, "replay")["traverse/lost"] == 1
     assert FilesystemSnapshotStore(str(store)).latest(page_id("s", server.url("/p1.html")))
+
+
+def test_scrapy_extract_names_a_snapshot_the_bucket_cannot_serve(server, tmp_path, s3_server):
+    chain_site(server)
+    rules = tmp_path / "extract.toml"
+    rules.write_text('[[types]]\nname = "page"\n[types.fields]\ntext = "css:p::text"\n')
+    bucket = s3_server.new_bucket()
+    store = f"s3://{bucket}/st"
+    captured = crawl(tmp_path, server, "capture", store, *s3_server.setting_args())
+    assert captured.returncode == 0, captured.stderr[-3000:]
+
+    target = f"GET /{bucket}/st/{source_dir_name(page_id('s', server.url('/p1.html')))}/"
+    relay = FaultRelay(
+        s3_server.port, lambda head: "500" if head.startswith(target.encode()) else None
+    )
+    relay.start()
+    try:
+        run = scrapy(
+            "extract", "-s", f"TRAVERSE_STORE={store}", "-s", f"TRAVERSE_EXTRACT={rules}",
+            "-s", f"TRAVERSE_MANIFEST_DIR={tmp_path / 'capture'}", "-s", "TRAVERSE_S3_RETRY=1",
+            "-s", f"TRAVERSE_ITEMS_DIR={tmp_path / 'items'}",
+            *s3_server.setting_args(relay.endpoint), timeout=120,
+        )  # fmt: skip
+    finally:
+        relay.stop()
+    assert run.returncode == 1, run.stderr[-3000:]
+    said = [line for line in run.stderr.splitlines() if "could not be read" in line]
+    assert len(said) == 1, run.stderr[-3000:]
+    assert "500" in said[0] or "InternalError" in said[0], said
+    assert "no snapshot in the store" not in run.stderr
+    (items,) = (tmp_path / "items").glob("*.jsonl")
+    texts = [json.loads(line)["fields"]["text"] for line in items.read_text().splitlines()]
+    assert texts == ["page 0", "page 2"]  # the pages read whole keep their items

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from traverse_crawl.extraction.extractor import Extraction, Extractor, encode_items
 from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.snapshots.source_ref import parse_source_ref
-from traverse_crawl.snapshots.store import SnapshotStore, body_matches
+from traverse_crawl.snapshots.store import SnapshotReadError, SnapshotStore, body_matches
 
 if TYPE_CHECKING:
     from traverse_crawl.extraction.process import ExtractionPool, PageJob
@@ -34,6 +34,7 @@ Cached = Callable[[str, str], bytes | None]  # (page id, sourceRef) -> the page'
 
 UNREAD = "not in the store"
 DAMAGED = "changed since the capture"
+READ_FAILED = "could not be read"  # stored, perhaps, but unreadable: the cause follows
 
 
 def page_key(page_id: str, source_ref: str) -> bytes:
@@ -50,8 +51,11 @@ def read_snapshot(store: SnapshotStore, source_ref: str) -> Snapshot | None:
 
 def read_checked(store: SnapshotStore, source_ref: str) -> Snapshot | str:
     """The snapshot ``source_ref`` names with its body checked against its hash, or
-    why there is none to use: ``UNREAD`` or ``DAMAGED``."""
-    snapshot = read_snapshot(store, source_ref)
+    why there is none to use: ``UNREAD``, ``DAMAGED``, or ``READ_FAILED`` and the cause."""
+    try:
+        snapshot = read_snapshot(store, source_ref)
+    except SnapshotReadError as exc:
+        return f"{READ_FAILED}: {exc}"
     if snapshot is None:
         return UNREAD
     if not body_matches(snapshot):
@@ -66,6 +70,8 @@ def problem_warning(problem: str, source_ref: str) -> str:
             f"the stored body of {source_ref} does not match its bodyHash (changed since "
             "the capture); no items from this page"
         )
+    if problem.startswith(READ_FAILED):
+        return f"the snapshot {source_ref} {problem}; the page's items are not in the items file"
     return f"no snapshot in the store for {source_ref}; the page's items are not in the items file"
 
 
@@ -149,7 +155,7 @@ def _read(
     ref = page["sourceRef"]
     snapshot = read_checked(store, ref) if store is not None else UNREAD
     if isinstance(snapshot, str):
-        counts["unread" if snapshot == UNREAD else "damaged"] += 1
+        counts["damaged" if snapshot == DAMAGED else "unread"] += 1
         return None, [problem_warning(snapshot, ref)]
     return snapshot
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from traverse_crawl.extraction.extractor import MAX_ITEM_BYTES_PER_PAGE, timeout_warning
-from traverse_crawl.extraction.from_store import DAMAGED, read_checked
+from traverse_crawl.extraction.from_store import DAMAGED, UNREAD, read_checked
 from traverse_crawl.extraction.process import ExtractionPool, PageJob
 from traverse_crawl.extraction.process_main import Answer
 from traverse_crawl.extraction.rules import Rules
@@ -341,7 +341,9 @@ class Verifier:
         if isinstance(snapshot, str):
             if snapshot == DAMAGED:
                 return "its snapshot's body does not match its bodyHash (changed since the capture)"
-            return f"its snapshot is not in the store ({shown(source_ref)})"
+            if snapshot == UNREAD:
+                return f"its snapshot is not in the store ({shown(source_ref)})"
+            return f"its snapshot {snapshot} ({shown(source_ref)})"
         if snapshot["contentType"] != "html":
             return f"its snapshot is {snapshot['contentType']}, not html: it has no items"
         return (snapshot["body"], snapshot["url"], url, page_id, source_ref, None)

@@ -287,6 +287,8 @@ class SnapshotStore:
         The name is made by ``key``, which refuses one that would leave the source
         directory (a ``/`` or ``..`` path in a hand-written ref's ``fetchedAt``): such a
         ref names no snapshot of this store. The body is not checked (``body_matches``).
+        A file that is there but cannot be read (a bucket's 500 after the retries, a cut,
+        a failed checksum; a permission) raises ``SnapshotReadError``: not "not stored".
         """
         wanted = {"sourceId": ref.source_id, "fetchedAt": ref.fetched_at,
                   "bodyHash": ref.body_hash}  # fmt: skip
@@ -296,9 +298,9 @@ class SnapshotStore:
             return None
         try:
             data = self.location.read(key)
-            snapshot = None if data is None else deserialize(data.decode("utf-8", "replace"))
-        except OSError:
-            snapshot = None
+        except OSError as exc:
+            raise SnapshotReadError(str(exc)) from exc
+        snapshot = None if data is None else deserialize(data.decode("utf-8", "replace"))
         if (
             snapshot is not None
             and snapshot["bodyHash"] == ref.body_hash
