@@ -18,6 +18,7 @@ import bisect
 import itertools
 import re
 from array import array
+from collections import deque
 from typing import Any
 
 from lxml import etree
@@ -286,6 +287,7 @@ class _Lines:
             self._line_starts.extend(m.end() for m in _LINE_BREAK.finditer(body))
         # Start tags and comments of lines not yet paired: line -> name -> token indexes.
         self._waiting: dict[int, dict[str, array[int]]] = {}
+        self._lines_waiting: deque[int] = deque()  # its keys, in order
         self._scanned_line = 0  # every tag of the lines before this one is scanned
         self._scan_done = False
         # The parsed side.
@@ -335,6 +337,7 @@ class _Lines:
                 line = self._waiting.get(number)
                 if line is None:
                     line = self._waiting[number] = {}
+                    self._lines_waiting.append(number)
                 group = line.get(name)
                 if group is None:
                     group = line[name] = array("i")
@@ -406,8 +409,8 @@ class _Lines:
             order.append(index)
         self._scan_past(line)
         found = self._waiting.pop(line, {})
-        for passed in [waiting for waiting in self._waiting if waiting < line]:
-            del self._waiting[passed]  # lines with tags but no nodes
+        while self._lines_waiting and self._lines_waiting[0] <= line:
+            self._waiting.pop(self._lines_waiting.popleft(), None)  # tags but no nodes
         paired = self.paired
         for group, indexes in nodes.items():
             positions = found.get(group)
