@@ -9,6 +9,7 @@ stderr is not the job's log. Other spiders run exactly as with Scrapy's own comm
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import errno
 import logging
@@ -19,6 +20,8 @@ from scrapy.commands import ScrapyHelpFormatter
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 from scrapy.settings import BaseSettings
+from twisted.internet.defer import Deferred
+from twisted.python.failure import Failure
 
 from traverse_crawl.config.scrapy_settings import parse_log_level
 from traverse_crawl.config.settings import LogFormat, TraverseConfig, parse_choice
@@ -114,19 +117,20 @@ class Command(ScrapyCrawlCommand):
             try:
                 check(settings, opts.spargs)
             except ConfigError as exc:
-                if json_log.is_json(settings):  # the line goes to the log handler, as JSON
-                    logger.error("%s", exc)
-                    self.exitcode = 2
-                    return
-                if settings.get("LOG_FILE"):  # scrapyd: stderr is not the job log
-                    logger.error("%s", exc)
-                raise UsageError(redact_text(str(exc)), print_help=False) from None
+                self._refuse(settings, exc)
+                return
         if not args or args[0] != "traverse" or len(args) > 1 or self.crawler_process is None:
             super().run(args, opts)
             return
         crawler = self._create_crawler(args[0])
-        self.crawler_process.crawl(crawler, **opts.spargs)
+        refused: list[ConfigError] = []
+        _keep_config_error(self.crawler_process.crawl(crawler, **opts.spargs), refused)
         self.crawler_process.start()
+        if refused and settings is not None:
+            # A component's own check at start (a bucket that went away between the
+            # command's check and the crawler's): the same line and exit status.
+            self._refuse(settings, refused[0])
+            return
         try:
             stats = crawler.stats  # unset when the crawl never started
         except RuntimeError:
@@ -137,6 +141,43 @@ class Command(ScrapyCrawlCommand):
             stats is not None and lost_count(stats.get_stats())
         ):
             self.exitcode = 1  # results that could not be written are not a success
+
+    def _refuse(self, settings: BaseSettings, exc: ConfigError) -> None:
+        """One line naming the setting, exit status 2."""
+        if json_log.is_json(settings):  # the line goes to the log handler, as JSON
+            logger.error("%s", exc)
+            self.exitcode = 2
+            return
+        if settings.get("LOG_FILE"):  # scrapyd: stderr is not the job log
+            logger.error("%s", exc)
+        raise UsageError(redact_text(str(exc)), print_help=False) from None
+
+
+def _keep_config_error(started: Any, refused: list[ConfigError]) -> None:
+    """Collect the ``ConfigError`` a crawler's start ends in (Scrapy's task or Deferred
+    of ``crawl``), so the command reports it as one line; any other error is left as
+    Scrapy reports it."""
+    if isinstance(started, asyncio.Future):
+
+        def done(task: asyncio.Future[Any]) -> None:
+            if task.cancelled():
+                return
+            error = task.exception()  # retrieved: asyncio no longer prints it
+            if isinstance(error, ConfigError):
+                refused.append(error)
+            elif error is not None:
+                logger.error("the crawl could not start", exc_info=error)
+
+        started.add_done_callback(done)
+    elif isinstance(started, Deferred):
+
+        def failed(failure: Failure) -> Failure | None:
+            if isinstance(failure.value, ConfigError):
+                refused.append(failure.value)
+                return None
+            return failure
+
+        started.addErrback(failed)
 
 
 def check(settings: BaseSettings, spargs: dict[str, str]) -> None:
