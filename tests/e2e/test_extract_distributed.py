@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from tests.support.distributed_site import (
     start,
 )
 from tests.support.redisserver import redis_server  # noqa: F401  (fixture)
+from tests.support.s3faults import FaultRelay
 
 pytestmark = pytest.mark.redis
 
@@ -76,3 +78,49 @@ def test_two_workers_write_the_single_process_items_files(sites, redis_server, t
         for line in path.read_bytes().splitlines():
             item = json.loads(line)
             assert item["sourceRef"] == refs[item["url"]]
+
+
+@pytest.mark.s3
+def test_an_items_file_one_worker_cannot_write_is_written_by_another(
+    sites,  # noqa: F811
+    redis_server,  # noqa: F811
+    tmp_path,
+    s3_server,
+):
+    """A worker whose items files cannot be written leaves each seed to another worker,
+    which writes the items file and leaves the manifest, already there with the same
+    bytes, as it is."""
+    rules = tmp_path / "extract.toml"
+    rules.write_text(RULES, encoding="utf-8")
+    bucket = s3_server.new_bucket()
+    extract = ["-s", f"TRAVERSE_EXTRACT={rules}", "-s", f"TRAVERSE_ITEMS_DIR=s3://{bucket}/items"]
+    refusing = FaultRelay(
+        s3_server.port,
+        lambda head: "500" if head.startswith(f"PUT /{bucket}/items/".encode()) else None,
+    )
+    refusing.start()
+    shared = tmp_path / "shared"
+    try:
+        failing = ["-s", "TRAVERSE_S3_RETRY=0.2", *s3_server.setting_args(refusing.endpoint)]
+        first = start(command(shared, sites, redis_server.url, *extract, *failing))
+        manifests = shared / "manifests"
+        deadline = time.monotonic() + 120
+        while len(list(manifests.glob("*.json"))) < ORIGINS:
+            assert first.poll() is None and time.monotonic() < deadline, (
+                "the first worker's manifests"
+            )
+            time.sleep(0.2)
+        inodes = {path.name: path.stat().st_ino for path in manifests.glob("*.json")}
+        joiner = start(command(shared, sites, redis_server.url, *extract,
+                               *s3_server.setting_args(), seeds=False))  # fmt: skip
+        (first_status, first_err), (joiner_status, joiner_err) = finish([first, joiner])
+    finally:
+        refusing.stop()
+    assert "its items file was not written; another worker will try" in first_err, first_err[-3000:]
+    assert first_status == 1, first_err[-3000:]  # its own writes were lost, and it said so
+    assert joiner_status == 0, joiner_err[-3000:]
+    client = s3_server.client()
+    names = [o["Key"] for o in client.list_objects_v2(Bucket=bucket, Prefix="items/")["Contents"]]
+    assert sorted(names) == sorted(f"items/{name.replace('.json', '.jsonl')}" for name in inodes)
+    # Each manifest is the file the first worker wrote: never written a second time.
+    assert {p.name: p.stat().st_ino for p in manifests.glob("*.json")} == inodes

@@ -52,7 +52,7 @@ from traverse_crawl.jobdir.state import page_record
 from traverse_crawl.manifests.pipeline import (
     manifest_path,
     shown_manifest_path,
-    write_manifest,
+    write_manifest_once,
     write_skipped,
 )
 from traverse_crawl.signals import manifest_written
@@ -300,13 +300,21 @@ class Worker:
             await asyncio.to_thread(write_skipped, path, frontier, location)
             if frontier.skipped is not None:
                 inc(self.crawler.stats, "manifest/skipped_written")
-            await asyncio.to_thread(write_manifest, path, frontier, location)
+            # Once: a worker that takes the task over after a lease ran out (its holder
+            # cut off from Redis, or unable to write the items file) finds the same
+            # bytes there and leaves them.
+            await asyncio.to_thread(write_manifest_once, path, frontier, location)
             # Items files (TRAVERSE_EXTRACT) are written from the manifest, as in one
             # process, and before Redis hears the seed is done: a worker killed before
-            # that leaves the seed, items file included, to another worker.
-            await self.crawler.signals.send_catch_log_async(
+            # that, or one whose items file could not be written, leaves the seed to
+            # another worker, items file included.
+            answers = await self.crawler.signals.send_catch_log_async(
                 manifest_written, seed_id=seed.id, path=path
             )
+            if any(answer is False for _receiver, answer in answers):
+                logger.error("seed %r: its items file was not written; another worker will "
+                             "try after TRAVERSE_LEASE_TIMEOUT", seed.id)  # fmt: skip
+                return  # counted lost where the write failed
             done = await self.call(self.remote.manifest_done, task)
             shown = shown_manifest_path(self.config.manifest_dir, seed.id)
             logger.info("manifest for seed %r: %s", seed.id, shown)

@@ -212,11 +212,12 @@ class SpiderExtraction:
         offset, length = kept
         return self.spool.read(offset, length) if length else b""
 
-    def on_manifest_written(self, seed_id: str, path: str) -> asyncio.Future[None]:
+    def on_manifest_written(self, seed_id: str, path: str) -> asyncio.Future[bool]:
         """Hand the seed's items file to the extraction thread; the future it returns is
-        done once the file is written or its loss logged. The distributed worker awaits
-        it (``send_catch_log_async``) before it tells Redis the seed is done, so a worker
-        killed in between leaves the seed to another worker, items file included."""
+        True once the file is written, False once its loss is logged. The distributed
+        worker awaits it (``send_catch_log_async``) before it tells Redis the seed is
+        done, so a worker killed in between, or one that could not write the file,
+        leaves the seed to another worker, items file included."""
         target = items_path(self.directory, seed_id)
         shown = shown_name(target, seed_id)
         # In the extraction thread (the pages this process did not extract are
@@ -227,7 +228,7 @@ class SpiderExtraction:
         loop = asyncio.get_running_loop()
         job = partial(self._write, path, target)
         future = loop.run_in_executor(self.executor, job)
-        done: asyncio.Future[None] = loop.create_future()
+        done: asyncio.Future[bool] = loop.create_future()
         future.add_done_callback(partial(self._written, seed_id, shown, done))
         self.pending.add(future)
         return done
@@ -263,16 +264,16 @@ class SpiderExtraction:
         self,
         seed_id: str,
         shown: str,
-        done: asyncio.Future[None],
+        done: asyncio.Future[bool],
         future: asyncio.Future[dict[str, int]],
     ) -> None:
         self.pending.discard(future)
-        if not done.done():
-            done.set_result(None)
         if future.cancelled():
             error: BaseException | None = RuntimeError("the crawl stopped first")
         else:
             error = future.exception()
+        if not done.done():
+            done.set_result(error is None)
         if isinstance(error, UnreadableManifest):
             inc_lost(self.crawler.stats, "extraction/items_file_error")
             logger.error("cannot read the manifest of seed %r back (%s): its items file %s "

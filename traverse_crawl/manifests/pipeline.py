@@ -8,6 +8,7 @@ was recorded and a warning naming the reason (docs/architecture.md, "Stopping").
 
 from __future__ import annotations
 
+import hashlib
 import io
 import logging
 import os
@@ -309,6 +310,39 @@ def write_manifest(path: str, frontier: Frontier, location: Location | None = No
         atomic_write(path, write)
     else:
         location.write_stream(os.path.basename(path), write)
+
+
+def write_manifest_once(path: str, frontier: Frontier, location: Location) -> bool:
+    """``write_manifest``, unless the manifest directory holds exactly these bytes under
+    that name already (a distributed seed's manifest, written by a worker whose task
+    another one took over); True when it wrote. The bytes are compared by their hash,
+    the new ones streamed from the page log as for the write."""
+    existing = location.read(os.path.basename(path))
+    if existing is not None:
+        digest = hashlib.sha256()
+        sink = io.BufferedWriter(_Hashing(digest))
+        text = io.TextIOWrapper(sink, encoding="utf-8", write_through=False)
+        frontier.write_manifest(text)
+        text.flush()  # through the buffer to the hash
+        text.detach()
+        if digest.digest() == hashlib.sha256(existing).digest():
+            return False
+    write_manifest(path, frontier, location)
+    return True
+
+
+class _Hashing(io.RawIOBase):
+    """A binary sink that only hashes what it is given."""
+
+    def __init__(self, digest: Any) -> None:
+        self.digest = digest
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self.digest.update(data)
+        return len(data)
 
 
 def write_skipped(path: str, frontier: Frontier, location: Location | None = None) -> None:
