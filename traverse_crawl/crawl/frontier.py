@@ -9,10 +9,14 @@ admission rules are the design.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from traverse_crawl.crawl.links import Judge
 from traverse_crawl.crawl.queue import HashSet, UrlQueue
+from traverse_crawl.crawl.scope import Policy, policy_for
 from traverse_crawl.crawl.skipped import SkippedLog, note_page
 from traverse_crawl.crawl.spool import PageList, PageLog, Spool, dump_manifest, manifest_warnings
 from traverse_crawl.errors import FetchError
@@ -44,8 +48,20 @@ class Outcome:
     offhost_final_url: str | None = None  # set when an HTML page resolved off-origin
     source_ref: str | None = None
     body_size: int | None = None  # the snapshot body's bytes (the page's ``bodySize``)
-    # TRAVERSE_SKIPPED: the page's other links, [url, reason, position] (crawl/links.py)
+    # TRAVERSE_SKIPPED: the page's other links, [url, reason, position, rule?] (crawl/links.py)
     skipped: list[list[Any]] | None = None
+
+
+def seed_frontier(
+    seed: Any, config: Any, spool: Spool | None = None, skipped: bool = False
+) -> Frontier:
+    """A seed's frontier under the crawl's settings and the seed's own values."""
+    return Frontier(
+        seed.id, seed.url,
+        config.max_pages if seed.max_pages is None else seed.max_pages,
+        config.max_depth if seed.max_depth is None else seed.max_depth,
+        config.mode, spool=spool, skipped=skipped, policy=policy_for(seed, config),
+    )  # fmt: skip
 
 
 class Frontier:
@@ -60,6 +76,7 @@ class Frontier:
         mode: str,
         spool: Spool | None = None,
         skipped: bool = False,
+        policy: Policy | None = None,
     ) -> None:
         self.seed_id = seed_id
         self.seed_url = seed_url  # verbatim input: the manifest's ``seed.url``
@@ -74,7 +91,16 @@ class Frontier:
         # tree that ``scrapy report`` draws (the optional ``discoveredFrom``, docs/reports.md).
         self.queue = UrlQueue(spool)
         self.queue.append(self.seed_frontier_url, 0)
-        self.seen = HashSet((urls.url_hash(self.seed_frontier_url),))
+        # Scope, include/exclude, extra hops, trap guards and the seen key (crawl/scope.py);
+        # None: today's same-origin rules, on their fast path.
+        self.policy = policy
+        self.key_hash = urls.url_hash
+        if policy is not None and not policy.key.verbatim:
+            key = policy.key
+            self.key_hash = lambda url: urls.url_hash(key(url))
+        # The hop count of the page that queued an entry, where above 0 (extra hops).
+        self.parent_hops: dict[int, int] = {}
+        self.seen = HashSet((self.key_hash(self.seed_frontier_url),))
         self.window = None if spool is None else ADMIT_WINDOW
         self.discovered_from: dict[str, str] = {}  # parents set from outside (Redis worker)
         self.overflow = HashSet()  # hashes of distinct URLs past the admissible queue
@@ -91,7 +117,7 @@ class Frontier:
         self.sitemap_warnings: list[str] = []
         self._id_prefix = urls.page_id(seed_id, "")  # encodeURIComponent(seed id) + "::"
         # TRAVERSE_SKIPPED: the links not admitted, noted as pages commit (crawl/skipped.py).
-        self.skipped = SkippedLog(spool) if skipped else None
+        self.skipped = SkippedLog(spool, self.key_hash) if skipped else None
 
     # -- admission -----------------------------------------------------------
 
@@ -147,12 +173,39 @@ class Frontier:
         return self.sitemaps_expected and self.sitemap_urls is None
 
     def _queue_sitemap_urls(self) -> None:
+        policy = self.policy
         for url in self.sitemap_urls or ():
-            self._discover(url, 1)
+            if policy is None or policy.judge(url, 0) is None:
+                self._discover(url, 1)
 
     def may_follow(self, depth: int) -> bool:
         """Links are read only from pages below the depth limit, as in Traverse."""
         return depth < self.max_depth
+
+    def hop(self, index: int, final_url: str | None) -> int:
+        """The hop count of an admitted page: 0 when its final URL is in scope (given as
+        None), else one more than the page that linked to it (crawl/scope.py)."""
+        return 0 if final_url is None else self.parent_hops.get(index, 0) + 1
+
+    def off_scope(self, final_url: str) -> str | None:
+        """A page's final URL when it is out of the seed's scope (the page is recorded
+        with it; its links are followed only as extra hops allow), else None."""
+        if self.policy is None:
+            in_scope = urls.same_origin(final_url, self.seed_origin)
+        else:
+            in_scope = self.policy.in_scope(final_url)
+        return None if in_scope else final_url
+
+    def link_judge(self, hop: int) -> Judge | None:
+        """What the link extraction asks of each link of a page with hop count ``hop``;
+        None: today's same-origin rule."""
+        policy = self.policy
+        if policy is None:
+            return None
+        return lambda url: policy.judge(url, hop)
+
+    def follows_hop(self, hop: int) -> bool:
+        return hop == 0 or (self.policy is not None and self.policy.follows(hop))
 
     def admission(self, index: int) -> Admission:
         """The admission of an admitted URL (its request may be sent later)."""
@@ -200,16 +253,17 @@ class Frontier:
             prefix = f"[depth {depth}] {url}: "
             notes = [prefix + w for w in done.fetch.get("warnings", ())]
             follow = self.may_follow(depth)
-            if follow and done.offhost_final_url is not None:
+            hop = self.hop(position, done.offhost_final_url)
+            if follow and not self.follows_hop(hop):
                 notes.append(
                     f"[depth {depth}] {url}: fetched page resolved off-host "
                     f"({done.offhost_final_url}); its links were not followed"
                 )
             if self.skipped is None:
                 for link in done.links if follow else ():
-                    self._discover(link, depth + 1, url)
+                    self._discover(link, depth + 1, url, hop)
             else:
-                self._note_skipped(done, url, depth, follow, page.get("discoveredFrom"))
+                self._note_skipped(done, url, depth, follow, page.get("discoveredFrom"), hop)
             if position == 0 and self.sitemap_urls is not None:
                 self._queue_sitemap_urls()
             self.pages.commit(page, notes)
@@ -221,28 +275,36 @@ class Frontier:
         self.queue.forget(len(self.pages))
         return committed
 
-    def _discover(self, link: str, depth: int, parent: str | None = None) -> None:
-        key = urls.url_hash(link)
+    def _discover(self, link: str, depth: int, parent: str | None = None, hop: int = 0) -> None:
+        key = self.key_hash(link)
         if key in self.seen:
             return
         if len(self.queue) < self.max_pages:
             self.seen.add(key)
+            if hop:
+                self.parent_hops[len(self.queue)] = hop
             self.queue.append(link, depth, parent)
         else:  # never admissible: only counted (``remaining``)
             self.overflow.add(key)
             if self.skipped is not None and parent is not None:
                 self.skipped.note(link, "max-pages", parent, depth, self.seen, key)
 
+    def _discover_hop(self, hop: int, link: str, depth: int, parent: str | None = None) -> None:
+        self._discover(link, depth, parent, hop)
+
     def _note_skipped(
-        self, done: Outcome, url: str, depth: int, follow: bool, parent: str | None
+        self, done: Outcome, url: str, depth: int, follow: bool, parent: str | None, hop: int = 0
     ) -> None:
         assert self.skipped is not None
         error = done.fetch.get("error")
         if error is not None and error.get("kind") == "robots-denied" and parent is not None:
             self.skipped.add(url, "robots-denied", parent, depth)  # admitted, never requested
+        discover: Callable[..., None] = self._discover
+        if hop:
+            discover = functools.partial(self._discover_hop, hop)
+
         note_page(
-            self.skipped, self.seen, url, depth, done.links, done.skipped or [], follow,
-            self._discover,
+            self.skipped, self.seen, url, depth, done.links, done.skipped or [], follow, discover,
         )  # fmt: skip
 
     def outstanding(self) -> list[Admission]:
@@ -284,7 +346,7 @@ class Frontier:
         """The whole seed fails before any fetch: one page, the raw seed URL, as in Traverse."""
         self.queue = UrlQueue()
         self.queue.append(self.seed_url, 0)
-        self.seen = HashSet((urls.url_hash(self.seed_url),))
+        self.seen = HashSet((self.key_hash(self.seed_url),))
         self.admitted = 1
         committed, _ = self.record(0, Outcome({"error": error.to_dict()}))
         return committed[0]

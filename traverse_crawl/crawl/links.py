@@ -8,7 +8,7 @@ as browsers do. The work is bounded: the parse's bounds (``crawl/html.py``), and
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import ada_url
@@ -33,6 +33,7 @@ def find_links(
     seed_origin: str,
     max_links: int | None = None,
     skipped: list[list[Any]] | None = None,
+    judge: Judge | None = None,
 ) -> tuple[list[str], list[str]]:
     """Same-origin, fragment-less hrefs of ``body`` in document order, first wins,
     at most ``max_links`` of them; and the page warnings for each bound hit.
@@ -42,6 +43,10 @@ def find_links(
     reason ``off-origin``, ``not-http`` or ``link-limit`` and position the number of
     links found before it (``crawl/skipped.py``). Never raises: a page that
     cannot be parsed yields no links.
+
+    With a ``judge`` (a seed's crawl policy, ``crawl/scope.py``), the links it admits
+    are found instead of the same-origin ones; the others are skipped with its reason
+    (and a trap's rule as a fourth value).
     """
     hrefs: Iterable[str | None]
     # Large pages: the same anchors, without the page's whole tree.
@@ -76,11 +81,16 @@ def find_links(
     for href in hrefs:
         if not href:
             continue
-        resolved = resolve_on_origin(base, href, seed_origin, prefix)
-        if resolved is None:
-            if skipped is not None:
-                _skip_other(base, href, seen, skipped, len(found))
-            continue
+        if judge is not None:
+            resolved = _judged(base, href, judge, seen, skipped, len(found))
+            if resolved is None:
+                continue
+        else:
+            resolved = resolve_on_origin(base, href, seed_origin, prefix)
+            if resolved is None:
+                if skipped is not None:
+                    _skip_other(base, href, seen, skipped, len(found))
+                continue
         if resolved in seen:
             continue
         if max_links is not None and len(found) >= max_links:
@@ -98,6 +108,43 @@ def find_links(
         seen.add(resolved)
         found.append(resolved)
     return found, warnings
+
+
+# A crawl policy's verdict on a link: None (admitted) or (reason, trap rule or None).
+Judge = Callable[[str], "tuple[str, str | None] | None"]
+
+
+def _judged(
+    base: str,
+    href: str,
+    judge: Judge,
+    seen: set[str],
+    skipped: list[list[Any]] | None,
+    position: int,
+) -> str | None:
+    """``href`` resolved without its fragment when ``judge`` admits it; else None, and
+    (with a ``skipped`` list) its line, once a page: ``not-http`` or the judge's reason."""
+    try:
+        resolved = ada_url.join_url(base, href)
+    except ValueError:
+        return None
+    if resolved.startswith(("http:", "https:")):
+        cut = resolved.find("#")
+        url = resolved[:cut] if cut >= 0 else resolved
+        verdict = judge(url)
+        if verdict is None:
+            return url
+        line = (
+            [url, verdict[0], position]
+            if verdict[1] is None
+            else [url, *verdict[:1], position, verdict[1]]
+        )
+    else:
+        url, line = resolved, [resolved, "not-http", position]
+    if skipped is not None and url not in seen:
+        seen.add(url)
+        skipped.append(line)
+    return None
 
 
 def _skip_other(

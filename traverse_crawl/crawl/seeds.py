@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
+from traverse_crawl.crawl.scope import SCOPES
 from traverse_crawl.errors import ConfigError, FetchError
 from traverse_crawl.fetch import urls
 from traverse_crawl.snapshots.model import CONTENT_TYPES
@@ -16,6 +18,79 @@ class Seed:
     id: str
     url: str
     content_type: str | None = None
+    # A JSON seed's own values of the crawl-policy settings (None: the setting's).
+    scope: str | None = None
+    include: tuple[str, ...] | None = None
+    exclude: tuple[str, ...] | None = None
+    extra_hops: int | None = None
+    max_pages: int | None = None
+    max_depth: int | None = None
+
+    def own_values(self) -> dict[str, Any]:
+        """The seed's own values, by their seeds-file names (for its JSON form)."""
+        out: dict[str, Any] = {}
+        for name in OWN_VALUES:
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+
+# A JSON seed's values that override a setting for that seed: its name in the seeds
+# file, and the setting's.
+OWN_VALUES = {
+    "scope": "TRAVERSE_SCOPE",
+    "include": "TRAVERSE_INCLUDE",
+    "exclude": "TRAVERSE_EXCLUDE",
+    "extra_hops": "TRAVERSE_EXTRA_HOPS",
+    "max_pages": "TRAVERSE_MAX_PAGES",
+    "max_depth": "TRAVERSE_MAX_DEPTH",
+}
+
+
+def seed_dict(seed: Seed) -> dict[str, Any]:
+    """The seed as kept in a JOBDIR or in Redis: its JSON line's fields."""
+    out: dict[str, Any] = {"id": seed.id, "url": seed.url}
+    if seed.content_type:
+        out["content_type"] = seed.content_type
+    out.update(seed.own_values())
+    return out
+
+
+def seed_from_dict(data: dict[str, Any]) -> Seed:
+    """The seed ``seed_dict`` gave (its values were checked when it was first read)."""
+    own: dict[str, Any] = {
+        name: tuple(data[name]) if isinstance(data[name], list) else data[name]
+        for name in OWN_VALUES
+        if data.get(name) is not None
+    }
+    return Seed(data["id"], data["url"], data.get("content_type"), **own)
+
+
+def seed_values(data: dict[str, Any], where: str) -> dict[str, Any]:
+    """A JSON seed's own values, checked as their settings are; ``ConfigError`` names the
+    setting and the seed."""
+    from traverse_crawl.config import settings as config
+
+    out: dict[str, Any] = {}
+    for name, setting in OWN_VALUES.items():
+        value = data.get(name)
+        if value is None:
+            continue
+        label = f"{setting} (seeds {where}, seed {data.get('id', data.get('url'))!r}, {name!r})"
+        if name == "scope":
+            out[name] = config.parse_choice(label, value, SCOPES)
+        elif name in ("include", "exclude"):
+            if not isinstance(value, list):
+                raise ConfigError(
+                    label, f"expected a JSON list of regular expressions, got {value!r}"
+                )
+            out[name] = config.parse_patterns(label, value)
+        else:
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ConfigError(label, f"expected a whole number >= 0, got {value!r}")
+            out[name] = config.parse_whole(label, value)
+    return out
 
 
 def check_content_type(name: str, value: str | None) -> str | None:
@@ -44,7 +119,7 @@ def parse_seed_line(line: str, where: str) -> Seed | None:
         if not isinstance(seed_id, str):
             raise ConfigError("seeds", f"{where}: 'id' must be a string")
         hint = check_content_type(f"seeds ({where}) content_type", data.get("content_type"))
-        return Seed(seed_id, url, hint)
+        return Seed(seed_id, url, hint, **seed_values(data, where))
     if "\t" in line.rstrip("\r\n"):
         seed_id, url = line.rstrip("\r\n").split("\t", 1)
         return Seed(seed_id, url.strip())

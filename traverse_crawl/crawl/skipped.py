@@ -9,14 +9,17 @@ hashes (``crawl/queue.py``'s ``HashSet``), so memory stays flat (docs/operations
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from traverse_crawl.crawl.queue import HashSet
 from traverse_crawl.crawl.spool import Lines, Spool
 from traverse_crawl.fetch import urls
 
-REASONS = ("off-origin", "not-http", "max-depth", "max-pages", "robots-denied", "link-limit")
+REASONS = (
+    "off-origin", "not-http", "max-depth", "max-pages", "robots-denied", "link-limit",
+    "out-of-scope", "excluded", "trap", "nofollow",
+)  # fmt: skip
 
 
 class _Memory(list[Any]):
@@ -27,34 +30,58 @@ class _Memory(list[Any]):
 
 
 class SkippedLog:
-    """One seed's skipped URLs: ``[url, reason, from, depth]`` in the order noted."""
+    """One seed's skipped URLs: ``[url, reason, from, depth, rule?]`` in the order noted.
 
-    def __init__(self, spool: Spool | None = None) -> None:
+    ``key_hash`` is the frontier's: a URL whose seen key is admitted or noted already
+    is a duplicate (``crawl/seen_key.py``)."""
+
+    def __init__(
+        self, spool: Spool | None = None, key_hash: Callable[[str], int] | None = None
+    ) -> None:
         self._lines: _Memory | Lines = _Memory() if spool is None else Lines(spool)
+        self.key_hash = key_hash or urls.url_hash
         self.noted = HashSet()
         self.count = 0
 
     def note(
-        self, url: str, reason: str, parent: str, depth: int, admitted: HashSet, key: int = 0
+        self,
+        url: str,
+        reason: str,
+        parent: str,
+        depth: int,
+        admitted: HashSet,
+        key: int = 0,
+        rule: str | None = None,
     ) -> None:
         """A link that was not admitted, unless its URL is admitted or noted already."""
-        key = key or urls.url_hash(url)
+        key = key or self.key_hash(url)
         if key in admitted or key in self.noted:
             return
         self.noted.add(key)
-        self.add(url, reason, parent, depth)
+        self.add(url, reason, parent, depth, rule)
 
-    def add(self, url: str, reason: str, parent: str, depth: int) -> None:
-        self._lines.add([url, reason, parent, depth])
+    def add(self, url: str, reason: str, parent: str, depth: int, rule: str | None = None) -> None:
+        self._lines.add(
+            [url, reason, parent, depth] if rule is None else [url, reason, parent, depth, rule]
+        )
         self.count += 1
 
     def lines(self, admitted: HashSet) -> Iterator[dict[str, Any]]:
         """The lines to write. A link cut by the per-page bound may have been admitted
         from a later page: only the end of the crawl knows, so it is dropped here."""
-        for url, reason, parent, depth in self._lines:
-            if reason == "link-limit" and urls.url_hash(url) in admitted:
+        for url, reason, parent, depth, *rule in self._lines:
+            if reason == "link-limit" and self.key_hash(url) in admitted:
                 continue
-            yield {"url": url, "reason": reason, "from": parent, "depth": depth}
+            if rule:
+                yield {
+                    "url": url,
+                    "reason": reason,
+                    "rule": rule[0],
+                    "from": parent,
+                    "depth": depth,
+                }
+            else:
+                yield {"url": url, "reason": reason, "from": parent, "depth": depth}
 
     def write(self, out: IO[bytes], admitted: HashSet) -> None:
         for line in self.lines(admitted):
@@ -100,4 +127,4 @@ def _note_other(
     url, reason = other[0], other[1]
     if reason == "link-limit" and not follow:
         reason = "max-depth"
-    log.note(url, reason, page_url, depth + 1, admitted)
+    log.note(url, reason, page_url, depth + 1, admitted, rule=other[3] if len(other) > 3 else None)

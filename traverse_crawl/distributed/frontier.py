@@ -19,7 +19,7 @@ import redis.asyncio
 
 from traverse_crawl.config.settings import TraverseConfig
 from traverse_crawl.crawl.frontier import Frontier
-from traverse_crawl.crawl.seeds import Seed
+from traverse_crawl.crawl.seeds import Seed, seed_dict, seed_from_dict
 from traverse_crawl.crawl.spool import Spool
 from traverse_crawl.distributed import lua_scripts as scripts
 from traverse_crawl.distributed.client import Keys, connect_sync
@@ -69,15 +69,11 @@ def definition(config: TraverseConfig) -> str:
 
 
 def seed_json(seed: Seed) -> str:
-    out: dict[str, Any] = {"id": seed.id, "url": seed.url}
-    if seed.content_type:
-        out["content_type"] = seed.content_type
-    return json.dumps(out, sort_keys=True, separators=(",", ":"))
+    return json.dumps(seed_dict(seed), sort_keys=True, separators=(",", ":"))
 
 
 def seed_from_json(text: str) -> Seed:
-    data = json.loads(text)
-    return Seed(data["id"], data["url"], data.get("content_type"))
+    return seed_from_dict(json.loads(text))
 
 
 def join_args(keys: Keys, config: TraverseConfig, seeds: list[Seed]) -> list[Any]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 from traverse_crawl.crawl.frontier import Frontier, Outcome
-from traverse_crawl.crawl.seeds import Seed
+from traverse_crawl.crawl.seeds import Seed, seed_dict, seed_from_dict
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.storage.location import canonical
 
@@ -57,10 +57,7 @@ def header(seeds: list[Seed], mode: str, store: str, budgets: Budgets) -> dict[s
 
 
 def _seed_dict(seed: Seed) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": seed.id, "url": seed.url}
-    if seed.content_type:
-        out["content_type"] = seed.content_type
-    return out
+    return seed_dict(seed)
 
 
 def plan(
@@ -103,7 +100,7 @@ def plan(
             "resumed or written: restore the file from a copy, or move the JOBDIR away to "
             "crawl again"
         )  # fmt: skip
-    kept = [Seed(s["id"], s["url"], s.get("content_type")) for s in listed]
+    kept = [seed_from_dict(s) for s in listed]
     before = last_budgets(records)
     if seeds is not None and seeds != kept:
         raise ConfigError("JOBDIR", f"{where} holds a crawl of other seeds than the ones given")
