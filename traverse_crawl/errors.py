@@ -17,13 +17,15 @@ ErrorKind = Literal[
     "too-large",
     "egress-denied",
     "render-error",
+    "noarchive",
 ]
 ERROR_KINDS: frozenset[str] = frozenset(get_args(ErrorKind))
 
 
 @dataclass(frozen=True)
 class FetchError:
-    """Why a page has no snapshot. ``status`` is set only for ``http-error``."""
+    """Why a page has no snapshot. ``status`` is set for ``http-error``, and for
+    ``noarchive`` (the status of the response that said so)."""
 
     kind: ErrorKind
     message: str

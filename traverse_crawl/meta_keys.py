@@ -24,6 +24,7 @@ SITEMAP_ID = "traverse_sitemap_id"  # sitemaps: the sitemap file's store id
 REVALIDATE_PRIOR = "traverse_revalidate_prior"  # revalidate: the page's prior snapshot
 REPLAY_READ = "traverse_replay_read"  # replay: the reader process's pending read
 WARC_NAVIGATION = "traverse_warc_navigation"  # page guard → WARC: the navigation response
+ROBOTS_META = "traverse_robots_meta"  # capture → spider: the response's RobotsMeta (obey)
 SNAPSHOT_WRITE = "traverse_snapshot_write"  # capture middleware → pipeline: the snapshot's write
 DOWNLOADER_ENTERED = "traverse_downloader_entered"  # metrics: when it entered its slot's queue
 

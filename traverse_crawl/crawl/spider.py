@@ -24,13 +24,15 @@ from twisted.python.failure import Failure
 from traverse_crawl.config.settings import TraverseConfig, get_config
 from traverse_crawl.crawl import seeds as seedlib
 from traverse_crawl.crawl import spider_settings
-from traverse_crawl.crawl.frontier import Admission, Frontier, Outcome, seed_frontier
+from traverse_crawl.crawl.frontier import Admission, Frontier, Outcome
 from traverse_crawl.crawl.items import PageItem
-from traverse_crawl.crawl.links import Judge, find_links
+from traverse_crawl.crawl.links import find_links
 from traverse_crawl.crawl.outcomes import fetch_record
+from traverse_crawl.crawl.robots_meta import RobotsMeta, bot_token, nofollow_lines
 from traverse_crawl.crawl.spool import Spool
 from traverse_crawl.crawl.stop import CrawlStopped
 from traverse_crawl.errors import FetchError
+from traverse_crawl.fetch import urls
 from traverse_crawl.fetch.exceptions import fetch_error_from_failure
 from traverse_crawl.fetch.request import WhatwgRequest
 from traverse_crawl.jobdir.pipeline import Job, resolve_seeds
@@ -40,6 +42,7 @@ from traverse_crawl.meta_keys import (
     INDEX,
     PAGE_ID,
     REPLAY_WORK,
+    ROBOTS_META,
     SEED,
     SNAPSHOT,
     SNAPSHOT_WRITE,
@@ -51,7 +54,7 @@ from traverse_crawl.signals import seed_finished, seed_started
 from traverse_crawl.sitemaps.requests import SitemapReader
 from traverse_crawl.snapshots import model as snap
 from traverse_crawl.snapshots.capture import Write
-from traverse_crawl.snapshots.capture_middleware import snapshot_of
+from traverse_crawl.snapshots.capture_middleware import page_robots_meta, snapshot_of
 from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.snapshots.source_ref import build_source_ref
 from traverse_crawl.snapshots.store import store_exists
@@ -141,7 +144,9 @@ class TraverseSpider(Spider):
             return
         for key, seed in enumerate(self.seeds):
             c, spool = self.config, self.spool
-            frontier = seed_frontier(seed, c, spool=spool, skipped=c.skipped)
+            frontier = Frontier(
+                seed.id, seed.url, c.max_pages, c.max_depth, c.mode, spool=spool, skipped=c.skipped
+            )
             self.frontiers[key] = frontier
             self.crawler.signals.send_catch_log(seed_started, frontier=frontier, seed_key=key)
             if self.config.mode == "replay" and not self.store_exists():
@@ -299,29 +304,45 @@ class TraverseSpider(Spider):
         work: PageWork | None = meta.get(REPLAY_WORK)
         # TRAVERSE_SKIPPED: the page's other links too, and those of pages at the depth limit.
         skipped: list[list[Any]] | None = None if frontier.skipped is None else []
+        # TRAVERSE_ROBOTS_META=obey: the capture middleware's verdict (crawl/robots_meta.py).
+        verdict: RobotsMeta | None = meta.get(ROBOTS_META)
+        if verdict is None and self.config.robots_meta == "obey":
+            verdict = meta[ROBOTS_META] = page_robots_meta(
+                response, snapshot, bot_token(self.config.user_agent)
+            )
+        nofollow = verdict is not None and verdict.nofollow is not None
         # With a JOBDIR every page's links are kept, for a resume with a larger depth
         # (a link-bound warning only where the links are followed).
         if snapshot["contentType"] == "html" and (
             follow or self.job is not None or skipped is not None
         ):
-            # Out of the seed's scope: the page's links are followed only as extra hops allow.
-            offhost = frontier.off_scope(snapshot["url"])
-            hop = frontier.hop(index, offhost)
-            if not frontier.follows_hop(hop):
-                pass
+            if not urls.same_origin(snapshot["url"], frontier.seed_origin):
+                offhost = snapshot["url"]
+            elif nofollow:  # none followed; each a skipped line, with nofollow's reason
+                if skipped is not None:
+                    found = await self._links(snapshot, frontier.seed_origin, {}, skipped)
+                    skipped = nofollow_lines(found, skipped)
             elif (
                 work is not None
                 and work.links is not None
                 and work.origin == frontier.seed_origin
                 and skipped is None
-                and frontier.policy is None
             ):
                 links = self._found(work.links, work.warnings, meta if follow else {})
             else:
                 links = await self._links(
-                    snapshot, frontier.seed_origin, meta if follow else {}, skipped,
-                    frontier.link_judge(hop),
-                )  # fmt: skip
+                    snapshot, frontier.seed_origin, meta if follow else {}, skipped
+                )
+        if verdict is not None and verdict.noarchive is not None:
+            # Not captured (no snapshot stored, no sourceRef, no items); its links as any page's.
+            error = FetchError(
+                "noarchive", verdict.noarchive_message(response.url), response.status
+            )
+            outcome = Outcome(
+                fetch_record(meta, error), links=links, offhost_final_url=offhost,
+                skipped=skipped or None,
+            )  # fmt: skip
+            return outcome, None
         # The capture middleware has built the snapshot and its sourceRef; without it
         # (a project that removed it) they are built here.
         source_ref = meta.get(SOURCE_REF)
@@ -352,14 +373,11 @@ class TraverseSpider(Spider):
         origin: str,
         meta: dict[str, Any],
         skipped: list[list[Any]] | None = None,
-        judge: Judge | None = None,
     ) -> list[str]:
         """Link discovery, bounded (``crawl/html.py``). A large page is parsed in a worker
         thread (lxml releases the GIL while it parses), so other seeds' requests
-        and a stop signal go on meanwhile; a small one is not worth the hop. ``judge``:
-        the seed's crawl policy (``crawl/scope.py``), else the same-origin rule."""
-        c = self.config
-        args = (snapshot["body"], snapshot["url"], origin, c.max_links_per_page, skipped, judge)
+        and a stop signal go on meanwhile; a small one is not worth the hop."""
+        args = (snapshot["body"], snapshot["url"], origin, self.config.max_links_per_page, skipped)
         if len(snapshot["body"]) < _THREAD_PARSE_CHARS:
             links, warnings = find_links(*args)
         else:
@@ -455,7 +473,9 @@ class TraverseSpider(Spider):
         if frontier is None:  # a worker joins the seed: its pages are Redis's (no spool)
             seed, c = self.seeds[seed_key], self.config
             # ``skipped``: the pages' other links go to Redis with their records.
-            frontier = seed_frontier(seed, c, skipped=c.skipped)
+            frontier = Frontier(
+                seed.id, seed.url, c.max_pages, c.max_depth, c.mode, skipped=c.skipped
+            )
             self.frontiers[seed_key] = frontier
         return frontier
 

@@ -23,6 +23,7 @@ from scrapy.http import Headers, Response
 
 from traverse_crawl.config.settings import get_config
 from traverse_crawl.crawl.items import PageItem
+from traverse_crawl.crawl.robots_meta import RobotsMeta, bot_token, robots_meta
 from traverse_crawl.errors import FetchError
 from traverse_crawl.fetch.attempt import ATTEMPT_KEYS
 from traverse_crawl.meta_keys import (
@@ -31,6 +32,7 @@ from traverse_crawl.meta_keys import (
     REDIRECTS,
     REPLAY_WORK,
     ROBOTS,
+    ROBOTS_META,
     SEED,
     SITEMAP_ID,
     SNAPSHOT,
@@ -48,11 +50,12 @@ from traverse_crawl.snapshots.request_key import (
     variant,
 )
 from traverse_crawl.snapshots.source_ref import build_source_ref
+from traverse_crawl.stats import inc
 
 logger = logging.getLogger(__name__)
 
 # What belongs to one page's response, never to a request made from it.
-_PAGE_KEYS = ATTEMPT_KEYS | {PAGE_ID, SOURCE_REF, SNAPSHOT_WRITE, REDIRECTS}
+_PAGE_KEYS = ATTEMPT_KEYS | {PAGE_ID, SOURCE_REF, SNAPSHOT_WRITE, REDIRECTS, ROBOTS_META}
 
 
 class PageIdMiddleware:
@@ -114,6 +117,8 @@ class CaptureMiddleware:
         self.crawler = crawler
         self.items = SourceRefField(config.item_source_field)
         self.capture: Capture | None = None
+        # TRAVERSE_ROBOTS_META=obey: the bot's token; None: meta robots are not read.
+        self.token = bot_token(config.user_agent) if config.robots_meta == "obey" else None
         if config.mode == "capture":
             self.capture = capture_of(crawler, config.store)
             crawler.signals.connect(self._opened, signal=signals.spider_opened)
@@ -169,6 +174,11 @@ class CaptureMiddleware:
                 return
             assert not isinstance(built, FetchError)
             snapshot = meta[SNAPSHOT] = built
+        if snapshot is not None and self.token is not None:
+            verdict = meta[ROBOTS_META] = page_robots_meta(response, snapshot, self.token)
+            if verdict.noarchive is not None:  # judged before anything is stored
+                inc(self.crawler.stats, "robots_meta/noarchive")
+                snapshot = None
         ref: str | None = None
         if snapshot is not None:
             work = meta.get(REPLAY_WORK)  # replay's reader has built the sourceRef already
@@ -179,6 +189,23 @@ class CaptureMiddleware:
             self.crawler.signals.send_catch_log(
                 page_captured, response=response, snapshot=snapshot, source_ref=ref
             )
+
+
+def page_robots_meta(response: Response, snapshot: snap.Snapshot, token: str) -> RobotsMeta:
+    """The meta robots verdict of a page response about to be captured: its
+    ``X-Robots-Tag`` headers and, for an HTML page, its head (a revalidated 304's:
+    the stored body's). The WARC writer judges the response it writes the same way."""
+    body: bytes | None = None
+    if snapshot["contentType"] == "html":
+        body = response.body
+        if response.status == 304 and isinstance(snapshot.get("body"), str):
+            body = snapshot["body"].encode("utf-8", "replace")
+    return robots_meta(header_values(response.headers), body, token)
+
+
+def header_values(headers: Headers) -> list[str]:
+    """The ``X-Robots-Tag`` header values, each as sent."""
+    return [value.decode("latin-1") for value in headers.getlist(b"X-Robots-Tag")]
 
 
 def snapshot_of(response: Response) -> snap.Snapshot | FetchError:

@@ -25,7 +25,9 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 
 from traverse_crawl.config.settings import get_config
+from traverse_crawl.crawl.robots_meta import bot_token, decoded_head, robots_meta
 from traverse_crawl.meta_keys import (
+    HINT,
     PAGE_ID,
     REVALIDATE_PRIOR,
     REVALIDATE_SENT,
@@ -34,7 +36,8 @@ from traverse_crawl.meta_keys import (
     WARC_NAVIGATION,
 )
 from traverse_crawl.signals import page_captured
-from traverse_crawl.snapshots.model import Snapshot
+from traverse_crawl.snapshots.capture_middleware import header_values
+from traverse_crawl.snapshots.model import Snapshot, resolve_content_type
 from traverse_crawl.stats import LOST, inc
 from traverse_crawl.storage.bucket import BucketLocation
 from traverse_crawl.storage.location import open_location
@@ -61,6 +64,11 @@ _INFO_SETTINGS = (
     "ROBOTSTXT_OBEY",
     "USER_AGENT",
 )
+
+
+def _header(response: Response, name: bytes) -> str | None:
+    value = response.headers.get(name)
+    return value.decode("latin-1") if value else None
 
 
 def _raw(headers: warc.Headers) -> RawHeaders:
@@ -102,6 +110,8 @@ class WarcWriterExtension:
             "buckets": buckets,
         }
         self.stall_timeout = config.warc_stall_timeout
+        # TRAVERSE_ROBOTS_META=obey: the bot's token; None: every exchange is written.
+        self.token = bot_token(config.user_agent) if config.robots_meta == "obey" else None
         self.loop = asyncio.get_event_loop()
         self.writer: WriterPipe | None = self._start()  # OSError: the crawl cannot start
         self.restarts = 0
@@ -144,10 +154,14 @@ class WarcWriterExtension:
             headers, url = _raw(navigation["headers"]), navigation.get("url", url)
         prior = meta.get(REVALIDATE_PRIOR)
         revisit = status == 304 and prior is not None and meta.get(REVALIDATE_SENT) == request.url
-        inc(self.crawler.stats, "warc/revisits" if revisit else "warc/responses")
-        key = next(self.keys)
         page_id = meta.get(PAGE_ID)
         page = page_id if isinstance(page_id, str) else ""
+        if self.token is not None and page and (revisit or 200 <= status < 300):
+            if self._noarchive(response, meta, prior if revisit else None):
+                inc(self.crawler.stats, "warc/noarchive")
+                return  # a page that will not be captured leaves no record
+        inc(self.crawler.stats, "warc/revisits" if revisit else "warc/responses")
+        key = next(self.keys)
         earlier = self.last_response.get(page) if page else None
         self._send(
             Exchange(
@@ -169,6 +183,25 @@ class WarcWriterExtension:
         )
         if page:
             self.last_response[page] = (key, url)
+
+    def _noarchive(self, response: Response, meta: dict[str, Any], prior: Any) -> bool:
+        """Whether meta robots keep this page response out of the capture, judged as the
+        capture middleware will judge it (``page_robots_meta``), on the bytes Scrapy will
+        decode: the head of the payload with its content coding undone; a rendered page's
+        DOM; a revisit's stored body."""
+        assert self.token is not None
+        body: bytes | None
+        if prior is not None:
+            text = prior.get("body") if prior.get("contentType") == "html" else None
+            body = text.encode("utf-8", "replace") if isinstance(text, str) else None
+        elif "playwright" in response.flags:
+            body = response.body  # the rendered document
+        elif resolve_content_type(_header(response, b"Content-Type"), meta.get(HINT)) == "html":
+            body = decoded_head(response.body, _header(response, b"Content-Encoding"))
+        else:
+            body = None
+        verdict = robots_meta(header_values(response.headers), body, self.token)
+        return verdict.noarchive is not None
 
     def response_received(self, response: Response, request: Request, **kwargs: Any) -> None:
         """A navigation Chromium received but did not render (a redirect, an error
