@@ -29,6 +29,8 @@ from traverse_crawl.config.scrapy_settings import (
     parse_size,
     parse_timeout,
 )
+from traverse_crawl.crawl.scope import SCOPES
+from traverse_crawl.crawl.seen_key import SEEN_KEYS
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.fetch import urls
 from traverse_crawl.politeness.robots import Matcher, Policy
@@ -265,6 +267,21 @@ def parse_positive(name: str, value: Any) -> int:
     return parse_integer(name, value, 1)
 
 
+def check_patterns(name: str, patterns: list[str]) -> tuple[str, ...]:
+    """Each a Python regular expression that compiles; the message names the first that does not."""
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ConfigError(name, f"{pattern!r} is not a regular expression: {exc}") from None
+    return tuple(patterns)
+
+
+def parse_patterns(name: str, value: Any) -> tuple[str, ...]:
+    """A list of regular expressions (a JSON list, or comma-separated), each compiled once."""
+    return check_patterns(name, parse_list(name, value))
+
+
 class Field(NamedTuple):
     setting: str
     default: Any
@@ -333,6 +350,15 @@ FIELDS: dict[str, Field] = {
     "request_key_headers": Field("TRAVERSE_REQUEST_KEY_HEADERS", [], parse_list),
     # Each seed's links not admitted, in <manifest name>.skipped.jsonl (crawl/skipped.py).
     "skipped": Field("TRAVERSE_SKIPPED", False, parse_bool),
+    # What a seed's frontier admits (crawl/scope.py, docs/crawling-real-sites.md).
+    "scope": Field("TRAVERSE_SCOPE", "origin", choice(SCOPES)),
+    "include": Field("TRAVERSE_INCLUDE", (), parse_patterns),
+    "exclude": Field("TRAVERSE_EXCLUDE", (), parse_patterns),
+    "extra_hops": Field("TRAVERSE_EXTRA_HOPS", 0, parse_whole),
+    "trap_guards": Field("TRAVERSE_TRAP_GUARDS", False, parse_bool),
+    "max_url_length": Field("TRAVERSE_MAX_URL_LENGTH", 2048, parse_positive),
+    "seen_key": Field("TRAVERSE_SEEN_KEY", "verbatim", choice(SEEN_KEYS)),
+    "ignore_params": Field("TRAVERSE_IGNORE_PARAMS", (), lambda n, v: tuple(parse_list(n, v))),
     # A Prometheus endpoint while the crawl runs (operations/metrics.py); 0: off.
     "metrics_port": Field("TRAVERSE_METRICS_PORT", 0, parse_port),
     "metrics_host": Field("TRAVERSE_METRICS_HOST", "127.0.0.1", parse_host),
@@ -397,6 +423,14 @@ class TraverseConfig:
     item_source_field: str
     request_key_headers: list[str]
     skipped: bool
+    scope: str
+    include: tuple[str, ...]
+    exclude: tuple[str, ...]
+    extra_hops: int
+    trap_guards: bool
+    max_url_length: int
+    seen_key: str
+    ignore_params: tuple[str, ...]
     metrics_port: int
     metrics_host: str
     stats_file: str

@@ -24,15 +24,14 @@ from twisted.python.failure import Failure
 from traverse_crawl.config.settings import TraverseConfig, get_config
 from traverse_crawl.crawl import seeds as seedlib
 from traverse_crawl.crawl import spider_settings
-from traverse_crawl.crawl.frontier import Admission, Frontier, Outcome
+from traverse_crawl.crawl.frontier import Admission, Frontier, Outcome, seed_frontier
 from traverse_crawl.crawl.items import PageItem
-from traverse_crawl.crawl.links import find_links
+from traverse_crawl.crawl.links import Judge, find_links
 from traverse_crawl.crawl.outcomes import fetch_record
 from traverse_crawl.crawl.robots_meta import RobotsMeta, bot_token, nofollow_lines
 from traverse_crawl.crawl.spool import Spool
 from traverse_crawl.crawl.stop import CrawlStopped
 from traverse_crawl.errors import FetchError
-from traverse_crawl.fetch import urls
 from traverse_crawl.fetch.exceptions import fetch_error_from_failure
 from traverse_crawl.fetch.request import WhatwgRequest
 from traverse_crawl.jobdir.pipeline import Job, resolve_seeds
@@ -144,9 +143,7 @@ class TraverseSpider(Spider):
             return
         for key, seed in enumerate(self.seeds):
             c, spool = self.config, self.spool
-            frontier = Frontier(
-                seed.id, seed.url, c.max_pages, c.max_depth, c.mode, spool=spool, skipped=c.skipped
-            )
+            frontier = seed_frontier(seed, c, spool=spool, skipped=c.skipped)
             self.frontiers[key] = frontier
             self.crawler.signals.send_catch_log(seed_started, frontier=frontier, seed_key=key)
             if self.config.mode == "replay" and not self.store_exists():
@@ -316,8 +313,11 @@ class TraverseSpider(Spider):
         if snapshot["contentType"] == "html" and (
             follow or self.job is not None or skipped is not None
         ):
-            if not urls.same_origin(snapshot["url"], frontier.seed_origin):
-                offhost = snapshot["url"]
+            # Out of the seed's scope: the page's links are followed only as extra hops allow.
+            offhost = frontier.off_scope(snapshot["url"])
+            hop = frontier.hop(index, offhost)
+            if not frontier.follows_hop(hop):
+                pass
             elif nofollow:  # none followed; each a skipped line, with nofollow's reason
                 if skipped is not None:
                     found = await self._links(snapshot, frontier.seed_origin, {}, skipped)
@@ -327,12 +327,14 @@ class TraverseSpider(Spider):
                 and work.links is not None
                 and work.origin == frontier.seed_origin
                 and skipped is None
+                and frontier.policy is None
             ):
                 links = self._found(work.links, work.warnings, meta if follow else {})
             else:
                 links = await self._links(
-                    snapshot, frontier.seed_origin, meta if follow else {}, skipped
-                )
+                    snapshot, frontier.seed_origin, meta if follow else {}, skipped,
+                    frontier.link_judge(hop),
+                )  # fmt: skip
         if verdict is not None and verdict.noarchive is not None:
             # Not captured (no snapshot stored, no sourceRef, no items); its links as any page's.
             error = FetchError(
@@ -373,11 +375,14 @@ class TraverseSpider(Spider):
         origin: str,
         meta: dict[str, Any],
         skipped: list[list[Any]] | None = None,
+        judge: Judge | None = None,
     ) -> list[str]:
         """Link discovery, bounded (``crawl/html.py``). A large page is parsed in a worker
         thread (lxml releases the GIL while it parses), so other seeds' requests
-        and a stop signal go on meanwhile; a small one is not worth the hop."""
-        args = (snapshot["body"], snapshot["url"], origin, self.config.max_links_per_page, skipped)
+        and a stop signal go on meanwhile; a small one is not worth the hop. ``judge``:
+        the seed's crawl policy (``crawl/scope.py``), else the same-origin rule."""
+        c = self.config
+        args = (snapshot["body"], snapshot["url"], origin, c.max_links_per_page, skipped, judge)
         if len(snapshot["body"]) < _THREAD_PARSE_CHARS:
             links, warnings = find_links(*args)
         else:
@@ -473,9 +478,7 @@ class TraverseSpider(Spider):
         if frontier is None:  # a worker joins the seed: its pages are Redis's (no spool)
             seed, c = self.seeds[seed_key], self.config
             # ``skipped``: the pages' other links go to Redis with their records.
-            frontier = Frontier(
-                seed.id, seed.url, c.max_pages, c.max_depth, c.mode, skipped=c.skipped
-            )
+            frontier = seed_frontier(seed, c, skipped=c.skipped)
             self.frontiers[seed_key] = frontier
         return frontier
 
