@@ -8,13 +8,14 @@ from __future__ import annotations
 import gzip
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from tests.support.cli import crawl_args, scrapy
+from tests.support.cli import crawl_args, scrapy, scrapy_env
 from tests.support.server import Reply, Server
 from traverse_crawl.snapshots.store import source_dir_name
 
@@ -138,7 +139,8 @@ def test_obeyed_meta_robots_leave_noarchive_pages_uncaptured_and_nofollow_links_
     assert pages["/na"]["fetch"]["error"]["message"] == (
         f'noarchive in <meta name="ROBOTS"> of {server.url("/na")}: the page is not archived'
     )
-    assert pages["/bot"]["fetch"]["error"]["message"].startswith('noarchive in <meta name="testbot">')
+    message = pages["/bot"]["fetch"]["error"]["message"]
+    assert message.startswith('noarchive in <meta name="testbot">')
     assert pages["/xr"]["fetch"]["error"]["message"].startswith("noarchive in X-Robots-Tag of")
     assert pages["/xrbot"]["fetch"]["error"]["message"].startswith(
         "noarchive in X-Robots-Tag (testBOT:) of"
@@ -268,7 +270,76 @@ def test_a_rendered_page_is_judged_on_its_rendered_document(server, tmp_path: Pa
     assert b"MARK-ADDED<" not in store and b"MARK-REMOVED" in store
     records = warc_records(tmp_path / "warc")
     assert not {kind for kind, uri in records if uri == server.url("/added")} & {
-        "response", "metadata"
+        "response",
+        "metadata",
     }
     assert {"response", "metadata"} <= {k for k, uri in records if uri == server.url("/removed")}
     assert b"MARK-ADDED<" not in written(tmp_path / "warc")
+
+
+OWN_SPIDER = """
+import scrapy
+
+
+class PlainSpider(scrapy.Spider):
+    name = "plain"
+
+    async def start(self):
+        yield scrapy.Request(self.url)
+
+    def parse(self, response):
+        verdict = response.meta.get("traverse_robots_meta")
+        yield {
+            "url": response.url,
+            "nofollow": bool(verdict and verdict.nofollow),
+            "noarchive": bool(verdict and verdict.noarchive),
+        }
+        yield from response.follow_all(css="a")
+"""
+
+
+def test_with_the_add_on_a_spiders_noarchive_responses_are_not_captured(server, tmp_path):
+    server.site(
+        {
+            "/": page("MARK-OWN-ROOT", "/na", "/xr"),
+            "/na": page("MARK-OWN-NA", "/child", head=meta("robots", "noarchive")),
+            "/xr": Reply(body=page("MARK-OWN-XR"), headers={"X-Robots-Tag": "plain: none"}),
+            "/child": page("MARK-OWN-CHILD"),
+        }
+    )  # fmt: skip
+    root = tmp_path / "project"
+    (root / "shop" / "spiders").mkdir(parents=True)
+    (root / "scrapy.cfg").write_text("[settings]\ndefault = shop.settings\n", encoding="utf-8")
+    (root / "shop" / "__init__.py").write_text("", encoding="utf-8")
+    (root / "shop" / "spiders" / "__init__.py").write_text("", encoding="utf-8")
+    (root / "shop" / "spiders" / "plain.py").write_text(OWN_SPIDER, encoding="utf-8")
+    (root / "shop" / "settings.py").write_text(
+        'BOT_NAME = "shop"\nSPIDER_MODULES = ["shop.spiders"]\n'
+        'ADDONS = {"traverse_crawl.Addon": 100}\n',
+        encoding="utf-8",
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "scrapy", "crawl", "plain", "-a", f"url={server.url('/')}",
+         "-s", f"TRAVERSE_STORE={tmp_path / 'store'}",
+         "-s", f"TRAVERSE_WARC_DIR={tmp_path / 'warc'}",
+         "-s", f"TRAVERSE_EGRESS_ALLOW={server.origin}", "-s", "TRAVERSE_MIN_DELAY=0",
+         "-s", "USER_AGENT=Plain/1.0", "-s", "TRAVERSE_ROBOTS_META=obey",
+         "-O", str(tmp_path / "items.jsonl")],
+        cwd=root, env=scrapy_env(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    items = {
+        json.loads(line)["url"][len(server.origin) :]: json.loads(line)
+        for line in (tmp_path / "items.jsonl").read_text(encoding="utf-8").splitlines()
+    }
+    # The spider still gets every response, with the verdict to honour nofollow itself.
+    assert set(items) == {"/", "/na", "/xr", "/child"}
+    assert items["/na"] == {"url": server.url("/na"), "nofollow": False, "noarchive": True}
+    assert items["/xr"]["nofollow"] is True and items["/xr"]["noarchive"] is True
+    # Items of a noarchive response name no snapshot; the others do.
+    assert "sourceRef" not in items["/na"] and items["/child"]["sourceRef"]
+    store, warc = written(tmp_path / "store"), written(tmp_path / "warc")
+    for marker, captured in (("MARK-OWN-ROOT", True), ("MARK-OWN-CHILD", True),
+                             ("MARK-OWN-NA", False), ("MARK-OWN-XR", False)):  # fmt: skip
+        assert (marker.encode() in store) is captured, marker
+        assert (marker.encode() in warc) is captured, marker
