@@ -51,6 +51,41 @@ class PolicySpec:
         )
 
 
+# The settings of the rules: config attribute (a ``PolicySpec`` field too) and name.
+POLICY_SETTINGS = {
+    "scope": "TRAVERSE_SCOPE",
+    "include": "TRAVERSE_INCLUDE",
+    "exclude": "TRAVERSE_EXCLUDE",
+    "extra_hops": "TRAVERSE_EXTRA_HOPS",
+    "trap_guards": "TRAVERSE_TRAP_GUARDS",
+    "max_url_length": "TRAVERSE_MAX_URL_LENGTH",
+    "seen_key": "TRAVERSE_SEEN_KEY",
+    "ignore_params": "TRAVERSE_IGNORE_PARAMS",
+}
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def policy_defaults() -> dict[str, Any]:
+    """Each rule's setting and its default, as JSON keeps it."""
+    spec = PolicySpec()
+    return {name: _plain(getattr(spec, attr)) for attr, name in POLICY_SETTINGS.items()}
+
+
+def policy_settings(config: Any) -> dict[str, Any]:
+    """The rules' settings that are not at their default (what defines a crawl besides its
+    seeds: a JOBDIR or a Redis crawl keeps them, and refuses a run that differs)."""
+    defaults = policy_defaults()
+    out = {}
+    for attr, name in POLICY_SETTINGS.items():
+        value = _plain(getattr(config, attr))
+        if value != defaults[name]:
+            out[name] = value
+    return out
+
+
 def spec_for(seed: Any, config: Any) -> PolicySpec:
     """The seed's rules: the config's, overridden by the seed's values that are set."""
     spec = PolicySpec(

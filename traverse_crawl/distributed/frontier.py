@@ -11,6 +11,7 @@ the links each record keeps.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,13 +19,13 @@ import redis
 import redis.asyncio
 
 from traverse_crawl.config.settings import TraverseConfig
-from traverse_crawl.crawl.frontier import Frontier
+from traverse_crawl.crawl.frontier import Frontier, seed_frontier
+from traverse_crawl.crawl.scope import policy_defaults, policy_settings
 from traverse_crawl.crawl.seeds import Seed, seed_dict, seed_from_dict
 from traverse_crawl.crawl.spool import Spool
 from traverse_crawl.distributed import lua_scripts as scripts
 from traverse_crawl.distributed.client import Keys, connect_sync
 from traverse_crawl.errors import ConfigError
-from traverse_crawl.fetch import urls
 from traverse_crawl.jobdir import state as jobstate
 from traverse_crawl.storage.location import canonical
 
@@ -39,6 +40,8 @@ RECORDS_READ = 1000
 # Settings of the definition written only when not at their default (so a crawl defined
 # before they existed still matches), and that default.
 OPTIONAL: dict[str, Any] = {"TRAVERSE_SKIPPED": False, "TRAVERSE_MAX_LINKS_PER_PAGE": 10000}
+# The crawl policy (crawl/scope.py): which links are admitted, so which pages a manifest has.
+OPTIONAL.update(policy_defaults())
 
 
 def definition(config: TraverseConfig) -> str:
@@ -65,6 +68,7 @@ def definition(config: TraverseConfig) -> str:
     if config.max_links_per_page != OPTIONAL["TRAVERSE_MAX_LINKS_PER_PAGE"]:
         # It decides which links of a page are followed, so which pages a manifest has.
         doc["TRAVERSE_MAX_LINKS_PER_PAGE"] = config.max_links_per_page
+    doc.update(policy_settings(config))
     return json.dumps(doc, sort_keys=True, separators=(",", ":"))
 
 
@@ -79,10 +83,30 @@ def seed_from_json(text: str) -> Seed:
 def join_args(keys: Keys, config: TraverseConfig, seeds: list[Seed]) -> list[Any]:
     args: list[Any] = [keys.prefix, definition(config)]
     for seed in seeds:
-        frontier_url = urls.normalize(seed.url)
-        args += [seed.id, seed_json(seed), frontier_url if frontier_url is not None else seed.url]
-        args += [config.max_pages, config.max_depth]
+        frontier = seed_frontier(seed, config)  # its budgets and seen key
+        args += [seed.id, seed_json(seed), frontier.seed_frontier_url]
+        args += [
+            frontier.max_pages,
+            frontier.max_depth,
+            seen_key_of(frontier)(frontier.seed_frontier_url),
+        ]
     return args
+
+
+def seen_key_of(frontier: Frontier) -> Callable[[str], str]:
+    """What the crawl's seen set in Redis holds for a URL of this seed."""
+    policy = frontier.policy
+    return (lambda url: url) if policy is None else policy.key
+
+
+def link_entries(frontier: Frontier, index: int, outcome: Any) -> list[Any]:
+    """A committed page's links for COMMIT: each its URL, or under a crawl policy
+    [URL, seen key, hop count of the page] (what ``Frontier._discover`` is given)."""
+    policy = frontier.policy
+    if policy is None:
+        return list(outcome.links)
+    hop = frontier.hop(index, outcome.offhost_final_url)
+    return [[link, policy.key(link), hop] for link in outcome.links]
 
 
 def check_join(result: list[Any], keys: Keys, config: TraverseConfig) -> None:
@@ -129,6 +153,7 @@ class Task:
     url: str = ""
     depth: int = 0
     parent: str | None = None
+    parent_hop: int = 0  # the hop count of the page that queued it (crawl/scope.py)
 
     @property
     def name(self) -> str:
@@ -143,8 +168,10 @@ def parse_tasks(flat: list[str]) -> list[Task]:
         if index == "m":
             out.append(Task(int(seed), None, token))
         else:
-            url, depth, *parent = json.loads(entry)
-            out.append(Task(int(seed), int(index), token, url, int(depth), *parent[:1]))
+            url, depth, *rest = json.loads(entry)
+            task = Task(int(seed), int(index), token, url, int(depth), *rest[:1])
+            task.parent_hop = int(rest[1]) if len(rest) > 1 else 0
+            out.append(task)
     return out
 
 
@@ -172,7 +199,7 @@ class RemoteFrontier:
         return parse_tasks(list(flat))
 
     async def commit(
-        self, task: Task, record: dict[str, Any], links: list[str], take: int = 0
+        self, task: Task, record: dict[str, Any], links: list[Any], take: int = 0
     ) -> tuple[int, list[Task]]:
         """Keep a page's outcome, and take up to ``take`` tasks in the same round trip.
 
@@ -226,10 +253,7 @@ class RemoteFrontier:
 
 def rebuilt_frontier(seed: Seed, config: TraverseConfig, spool: Spool | None = None) -> Frontier:
     """An empty reference ``Frontier`` of the seed, for ``replay_records``."""
-    frontier = Frontier(
-        seed.id, seed.url, config.max_pages, config.max_depth, config.mode,
-        spool=spool, skipped=config.skipped,
-    )  # fmt: skip
+    frontier = seed_frontier(seed, config, spool=spool, skipped=config.skipped)
     frontier.admit()
     return frontier
 

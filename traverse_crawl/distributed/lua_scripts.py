@@ -91,16 +91,16 @@ end
 """
 
 # ARGV: prefix, config JSON, then (seed id, seed JSON, frontier URL, max pages,
-# max depth) per seed. Sets the crawl's config if it has none; adds each seed
-# whose id is new (the same id again is a no-op). Returns {config as stored,
-# seed ids already present with another seed JSON...}.
+# max depth, seen key of the frontier URL) per seed. Sets the crawl's config if it
+# has none; adds each seed whose id is new (the same id again is a no-op). Returns
+# {config as stored, seed ids already present with another seed JSON...}.
 JOIN = (
     _COMMON
     + """
 redis.call('SET', p .. 'config', ARGV[2], 'NX')
 local out = {redis.call('GET', p .. 'config')}
 if out[1] ~= ARGV[2] then return out end
-for k = 3, #ARGV, 5 do
+for k = 3, #ARGV, 6 do
   local id, seed, url = ARGV[k], ARGV[k + 1], ARGV[k + 2]
   local known = redis.call('HGET', p .. 'seeds', id)
   if known then
@@ -109,7 +109,7 @@ for k = 3, #ARGV, 5 do
     local n = redis.call('RPUSH', p .. 'seedlist', seed) - 1
     redis.call('HSET', p .. 'seeds', id, n)
     redis.call('RPUSH', skey(n, 'queue'), cjson.encode({url, 0}))
-    redis.call('SADD', skey(n, 'seen'), url)
+    redis.call('SADD', skey(n, 'seen'), ARGV[k + 5])
     redis.call('HSET', skey(n, 'state'), 'admitted', 0, 'committed', 0,
                'max_pages', ARGV[k + 3], 'max_depth', ARGV[k + 4], 'finished', 0)
     local st = load(n)
@@ -134,7 +134,9 @@ return take(now_ms(), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), {})
 # ARGV: prefix, seed number, index, token, page record JSON, links JSON, then
 # worker id, how many tasks to take, lease ms (TAKE in the same round trip).
 # Frontier.record: store the outcome, commit what is now in order (extending
-# the queue with the links of pages above the depth limit), admit. Returns
+# the queue with the links of pages above the depth limit), admit. A link is its URL,
+# or [URL, seen key, hop count of the linking page] under a crawl policy
+# (crawl/scope.py): the seen set holds keys, a queue entry the URL. Returns
 # {status, pages committed, finished, tasks taken as TAKE returns them...}:
 # status -1 = stale token or expired lease (the result is refused), 0 = a
 # duplicate, 1 = kept.
@@ -163,13 +165,17 @@ while redis.call('HEXISTS', pending, st.committed) == 1 do
   local entry = cjson.decode(redis.call('LINDEX', skey(n, 'queue'), st.committed))
   if entry[2] < st.max_depth then  -- Frontier.may_follow
     for _, link in ipairs(links) do  -- Frontier._discover
-      if redis.call('SISMEMBER', skey(n, 'seen'), link) == 0 then
+      local url, key, hop = link, link, 0
+      if type(link) == 'table' then url, key, hop = link[1], link[2], link[3] end
+      if redis.call('SISMEMBER', skey(n, 'seen'), key) == 0 then
         if st.queued < st.max_pages then
-          redis.call('SADD', skey(n, 'seen'), link)
-          redis.call('RPUSH', skey(n, 'queue'), cjson.encode({link, entry[2] + 1, entry[1]}))
+          redis.call('SADD', skey(n, 'seen'), key)
+          local queued = {url, entry[2] + 1, entry[1]}
+          if hop > 0 then queued[4] = hop end
+          redis.call('RPUSH', skey(n, 'queue'), cjson.encode(queued))
           st.queued = st.queued + 1
         else
-          redis.call('SADD', skey(n, 'overflow'), string.sub(redis.sha1hex(link), 1, 16))
+          redis.call('SADD', skey(n, 'overflow'), string.sub(redis.sha1hex(key), 1, 16))
         end
       end
     end

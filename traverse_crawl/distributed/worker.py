@@ -43,6 +43,7 @@ from traverse_crawl.distributed.frontier import (
     RECORDS_READ,
     RemoteFrontier,
     Task,
+    link_entries,
     rebuilt_frontier,
     replay_records,
 )
@@ -190,6 +191,8 @@ class Worker:
         while len(frontier.queue) <= task.index:  # placeholders: only taken entries are read
             frontier.queue.append(("", 0))
         frontier.queue[task.index] = (task.url, task.depth)
+        if task.parent_hop:
+            frontier.parent_hops[task.index] = task.parent_hop
         if task.parent is not None:
             frontier.discovered_from[task.url] = task.parent
         page_id = urls.page_id(frontier.seed_id, task.url)
@@ -241,7 +244,9 @@ class Worker:
         frontier = self.spider.frontier(item.seed_key)
         warning = frontier.store_warnings.pop(item.index, None)
         record = page_record(item.seed_key, item.index, (task.url, task.depth), outcome, warning)
-        links = outcome.links if frontier.may_follow(task.depth) else []
+        links = (
+            link_entries(frontier, item.index, outcome) if frontier.may_follow(task.depth) else []
+        )
         self.held.pop(task.name, None)
         take = 0 if stopping(self.crawler) else self.room - len(self.held) - len(self.inbox)
         try:

@@ -26,6 +26,7 @@ from twisted.python.failure import Failure
 from traverse_crawl.config.settings import TraverseConfig
 from traverse_crawl.crawl.frontier import Frontier
 from traverse_crawl.crawl.items import PageItem
+from traverse_crawl.crawl.scope import policy_settings
 from traverse_crawl.crawl.seeds import Seed, seeds_from_args
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.jobdir import state as jobstate
@@ -180,7 +181,9 @@ def open_job(directory: str, config: TraverseConfig, seeds: list[Seed] | None) -
         except JournalError as exc:
             raise ConfigError("JOBDIR", f"{exc.path} {exc.problem}") from None
     budgets = jobstate.Budgets(config.max_pages, config.max_depth)
-    plan = jobstate.plan(records, where, seeds, config.mode, config.store, budgets)
+    plan = jobstate.plan(
+        records, where, seeds, config.mode, config.store, budgets, policy_settings(config)
+    )
     return Job(directory, plan.seeds, records, journal, plan.append)
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 from traverse_crawl.crawl.frontier import Frontier, Outcome
+from traverse_crawl.crawl.scope import policy_defaults
 from traverse_crawl.crawl.seeds import Seed, seed_dict, seed_from_dict
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.storage.location import canonical
@@ -43,8 +44,10 @@ class Plan:
     append: list[dict[str, Any]]
 
 
-def header(seeds: list[Seed], mode: str, store: str, budgets: Budgets) -> dict[str, Any]:
-    return {
+def header(
+    seeds: list[Seed], mode: str, store: str, budgets: Budgets, policy: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    out = {
         "t": "header",
         "format": FORMAT,
         "version": VERSION,
@@ -54,6 +57,9 @@ def header(seeds: list[Seed], mode: str, store: str, budgets: Budgets) -> dict[s
         "max_pages": budgets.max_pages,
         "max_depth": budgets.max_depth,
     }
+    if policy:  # the crawl-policy settings not at their default (crawl/scope.py)
+        out["policy"] = policy
+    return out
 
 
 def _seed_dict(seed: Seed) -> dict[str, Any]:
@@ -67,6 +73,7 @@ def plan(
     mode: str,
     store: str,
     budgets: Budgets,
+    policy: dict[str, Any] | None = None,
 ) -> Plan:
     """Start or resume, or ``ConfigError("JOBDIR", ...)`` saying what differs.
 
@@ -76,7 +83,7 @@ def plan(
     if not records:
         if seeds is None:
             raise ConfigError("url/seeds", "give exactly one of -a url=URL or -a seeds=FILE")
-        return Plan(seeds, False, [header(seeds, mode, store, budgets)])
+        return Plan(seeds, False, [header(seeds, mode, store, budgets, policy)])
     head = records[0]
     if head.get("t") != "header" or head.get("format") != FORMAT:
         raise ConfigError("JOBDIR", f"{where} is not a traverse_crawl crawl state")
@@ -110,6 +117,17 @@ def plan(
     ):
         if old != new:
             raise ConfigError("JOBDIR", f"{where} holds a crawl with {name}={old!r}, not {new!r}")
+    # The crawl policy defines which pages a crawl has: a resume keeps it.
+    kept_policy, given, defaults = head.get("policy") or {}, policy or {}, policy_defaults()
+    for setting in sorted(set(kept_policy) | set(given)):
+        was, now = (
+            kept_policy.get(setting, defaults[setting]),
+            given.get(setting, defaults[setting]),
+        )
+        if was != now:
+            raise ConfigError(
+                "JOBDIR", f"{where} holds a crawl with {setting}={was!r}, not {now!r}"
+            )
     for name, old_value, new_value in (
         ("TRAVERSE_MAX_PAGES", before.max_pages, budgets.max_pages),
         ("TRAVERSE_MAX_DEPTH", before.max_depth, budgets.max_depth),
