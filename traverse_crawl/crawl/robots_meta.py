@@ -20,7 +20,10 @@ from typing import Any
 from lxml import etree
 
 HEAD_BYTES = 256 * 1024  # bytes of the (decoded) body read for the head's meta tags
-_CHUNK = 16 * 1024
+_CHUNK = 4 * 1024
+# Where a head usually ends, found with bytes.find (memchr-fast); a cut in the wrong place
+# (in a script's text, or another case) only means the parser is fed on, in chunks.
+_HEAD_ENDS = (b"</head", b"<body", b"</HEAD", b"<BODY", b"</Head", b"<Body")
 
 # Directives that carry a value after a colon, so a ``NAME:`` before them is no bot's prefix.
 _VALUED = frozenset({"unavailable_after", "max-snippet", "max-image-preview", "max-video-preview"})
@@ -79,25 +82,31 @@ def head_directives(body: bytes, token: str) -> list[tuple[str, str]]:
     if not body:
         return found
     parser = etree.HTMLPullParser(
-        events=("start", "end"), recover=True, remove_comments=True, remove_pis=True,
-        no_network=True,
+        events=("start", "end"), tag=("head", "body", "meta"), recover=True,
+        remove_comments=True, remove_pis=True, no_network=True,
     )  # fmt: skip
-    head = memoryview(body)[:HEAD_BYTES]
+    head = body[:HEAD_BYTES]
+    # The parser builds every element it is fed: feed it up to where the head ends (a
+    # cheap search), then, only if it has not seen the end there, the rest in chunks.
+    cut = len(head)
+    for end in _HEAD_ENDS:  # each search stops where an earlier one found an end
+        at = head.find(end, 0, cut)
+        cut = at if at >= 0 else cut
+    cut = cut + 7 if cut < len(head) else _CHUNK
+    ends = [*range(min(cut, len(head)), len(head), _CHUNK), len(head)]
+    start = 0
     try:
-        for start in range(0, len(head) + 1, _CHUNK):
-            if start < len(head):
-                parser.feed(bytes(head[start : start + _CHUNK]))
-            else:
+        for end in [*ends, -1]:
+            if end < 0:
                 parser.close()
+            elif end > start:
+                parser.feed(head[start:end])
+                start = end
             for event, element in parser.read_events():
                 tag = element.tag
-                if event == "end":
-                    if tag == "head":
-                        return found
-                    continue
-                if tag == "body":
+                if tag == "body" or (event == "end" and tag == "head"):
                     return found
-                if tag != "meta":
+                if event == "end" or tag != "meta":
                     continue
                 name = (element.get("name") or "").strip().lower()
                 if name == "robots" or (name and name == token):

@@ -105,3 +105,11 @@ def test_a_nofollow_pages_links_become_lines_in_document_order():
         ["http://s/b", "nofollow", 0],
         ["x", "nofollow", 0],
     ]
+
+
+def test_an_end_of_head_spelled_in_a_script_does_not_hide_a_later_meta():
+    body = (
+        b"<html><head><script>document.write('<body>')</script>"
+        b'<meta name="robots" content="nofollow"></head><body><p>x</p></body></html>'
+    )
+    assert head_directives(body, "x") == [("nofollow", '<meta name="robots">')]
