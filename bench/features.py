@@ -55,6 +55,23 @@ ROWS = [
         {"REDIS_URL": "{redis}", "TRAVERSE_CRAWL_ID": "features-{id}"},
         needs="redis-server",
     ),
+    # The crawl policy (crawl/scope.py): every link judged by the host scope and the
+    # patterns (none of which matches a page of the site, so the pages are the same), and
+    # by the trap guards and the no-tracking key.
+    Row(
+        "scope+include/exclude",
+        "live",
+        {
+            "TRAVERSE_SCOPE": "host",
+            "TRAVERSE_INCLUDE": '["^https?://static[.]example[.]"]',
+            "TRAVERSE_EXCLUDE": '["/search", "[?&]sort=", "/cart/"]',
+        },
+    ),
+    Row(
+        "trap guards+no-tracking",
+        "live",
+        {"TRAVERSE_TRAP_GUARDS": "True", "TRAVERSE_SEEN_KEY": "no-tracking"},
+    ),
     # The extraction bench's rules (bench/extract.toml: 8 fields, one of them many).
     Row(
         "capture + extraction",

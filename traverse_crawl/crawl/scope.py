@@ -16,7 +16,7 @@ import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from traverse_crawl.crawl.seen_key import SeenKey, trap_rule
 from traverse_crawl.fetch import urls
@@ -137,11 +137,49 @@ def host_of(url: str) -> str:
     """The host of a serialised http(s) URL (IPv6 in brackets), without userinfo or port."""
     start = url.find("://") + 3
     end = url.find("/", start)
-    authority = url[start : end if end >= 0 else len(url)]
-    authority = authority[authority.rfind("@") + 1 :]
-    if authority.startswith("["):
+    authority = url[start:end] if end >= 0 else url[start:]
+    if "@" in authority:
+        authority = authority[authority.rfind("@") + 1 :]
+    if authority[:1] == "[":
         return authority[: authority.find("]") + 1]
-    return authority.partition(":")[0]
+    colon = authority.find(":")
+    return authority if colon < 0 else authority[:colon]
+
+
+class Searcher(Protocol):
+    def search(self, text: str, /) -> Any: ...
+
+
+def any_of(patterns: tuple[str, ...]) -> Searcher | None:
+    """One compiled expression that matches where any of ``patterns`` does (searched
+    once per link, not once per pattern); None for no pattern. Patterns that cannot be
+    joined as alternatives (a back-reference or a global flag) are joined by a lookahead
+    each, which is still one search."""
+    if not patterns:
+        return None
+    if len(patterns) == 1:
+        return re.compile(patterns[0])
+    joined = "|".join(f"(?:{p})" for p in patterns)
+    if not _BACKREF.search(joined):
+        try:
+            return re.compile(joined)
+        except re.error:  # a global flag not at the start of the whole expression
+            pass
+    compiled = [re.compile(p) for p in patterns]
+    return _Any(compiled)
+
+
+_BACKREF = re.compile(r"\\[1-9]|\(\?P=|\\g<")
+
+
+class _Any:
+    """``search`` of several compiled expressions (what ``any_of`` cannot join)."""
+
+    def __init__(self, compiled: list[re.Pattern[str]]) -> None:
+        self.compiled = compiled
+
+    def search(self, text: str) -> bool:
+        return any(pattern.search(text) for pattern in self.compiled)
 
 
 class Policy:
@@ -152,8 +190,8 @@ class Policy:
         normalized = urls.normalize(seed_url) or ""
         self.seed_origin = urls.origin(normalized) if normalized else ""
         self.scope_reason = "off-origin" if spec.scope == "origin" else "out-of-scope"
-        self.include = [re.compile(p) for p in spec.include]
-        self.exclude = [re.compile(p) for p in spec.exclude]
+        self.include = any_of(spec.include)
+        self.exclude = any_of(spec.exclude)
         self.extra_hops = spec.extra_hops
         self.max_url_length = spec.max_url_length if spec.trap_guards else None
         self.key = SeenKey(spec.seen_key, spec.ignore_params)
@@ -177,7 +215,15 @@ class Policy:
 
                 return in_domain
         if scope in ("host", "domain"):
-            return lambda url: host_of(url) == host
+            # Without userinfo a serialised URL on the host starts with one of these.
+            starts = tuple(f"{s}://{host}{c}" for s in ("http", "https") for c in "/:")
+
+            def on_host(url: str) -> bool:
+                if "@" not in url:
+                    return url.startswith(starts)
+                return host_of(url) == host
+
+            return on_host
         path = urls.parse(normalized).pathname  # type: ignore[union-attr]
         directory = path[: path.rfind("/") + 1]
         prefix = origin + directory
@@ -193,11 +239,11 @@ class Policy:
         return in_prefix
 
     def excluded(self, url: str) -> bool:
-        return any(pattern.search(url) for pattern in self.exclude)
+        return self.exclude is not None and bool(self.exclude.search(url))
 
     def scoped(self, url: str) -> bool:
         """The scope rule or an include pattern admits ``url`` (exclude not asked)."""
-        return self.rule(url) or any(pattern.search(url) for pattern in self.include)
+        return self.rule(url) or (self.include is not None and bool(self.include.search(url)))
 
     def in_scope(self, url: str) -> bool:
         """A page whose final URL is this is in scope: its hop count is 0."""
@@ -206,7 +252,7 @@ class Policy:
     def judge(self, url: str, hop: int) -> tuple[str, str | None] | None:
         """Why a link of a page with hop count ``hop`` is not admitted (reason, trap rule),
         in the skipped file's order of precedence; None when it is admitted."""
-        if self.exclude and self.excluded(url):
+        if self.exclude is not None and self.exclude.search(url):
             return "excluded", None
         if hop + 1 > self.extra_hops and not self.scoped(url):
             return self.scope_reason, None

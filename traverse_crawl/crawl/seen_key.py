@@ -30,11 +30,9 @@ class SeenKey:
         return self.kind == "verbatim"
 
     def __call__(self, url: str) -> str:
-        if self.kind == "verbatim":
+        if self.kind == "verbatim" or "?" not in url:
             return url
-        head, mark, query = url.partition("?")
-        if not mark:
-            return url
+        head, _, query = url.partition("?")
         pairs = query.split("&")
         if self.drop is not None:
             drop = self.drop
@@ -61,6 +59,8 @@ def trap_rule(url: str, max_length: int) -> str | None:
         cut = url.find(mark, start)
         if 0 <= cut < end:
             end = cut
+    if url.count("/", start, end) <= MAX_SEGMENT_REPEATS:
+        return None  # too few segments for either rule
     segments = url[start + 1 : end].split("/")
     if len(segments) > MAX_PATH_SEGMENTS:
         return "path-depth"

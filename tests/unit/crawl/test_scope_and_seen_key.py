@@ -106,3 +106,15 @@ def test_the_default_spec_is_todays_rule_and_keeps_the_fast_path() -> None:
     assert PolicySpec().is_default
     assert PolicySpec(max_url_length=10, ignore_params=("ref",)).is_default  # unused alone
     assert not PolicySpec(seen_key="sorted-query").is_default
+
+
+def test_patterns_are_searched_as_one_expression_with_each_ones_meaning() -> None:
+    joined = scopelib.any_of(("/search", "[?&]sort="))
+    assert joined is not None and joined.search("https://e.org/p?a=1&sort=up")
+    assert not joined.search("https://e.org/sorted")
+    # A back-reference or a global flag keeps its own pattern's meaning.
+    backref = scopelib.any_of((r"/(\w+)/\1/", "/x"))
+    assert backref is not None and backref.search("/a/a/") and not backref.search("/a/b/")
+    flagged = scopelib.any_of(("/never", "(?i)/FAQ"))
+    assert flagged is not None and flagged.search("https://e.org/faq")
+    assert scopelib.any_of(()) is None
