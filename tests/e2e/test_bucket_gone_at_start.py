@@ -2,8 +2,8 @@
 component makes a moment later (it went away in between): the same one line naming the
 setting and exit status 2 as when it is missing from the start, never a traceback.
 
-The store is reached through a relay that passes the first ``HEAD`` of the bucket and
-answers every later one with a 500 (tests/support/s3faults.py).
+The store is reached through a fault proxy that passes the first ``HEAD`` of the bucket
+and answers every later one with a 500 (tests/support/fault_proxy.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import itertools
 import pytest
 
 from tests.support.cli import scrapy
-from tests.support.s3faults import FaultRelay
+from tests.support.fault_proxy import FaultProxy
 
 pytestmark = pytest.mark.s3
 
@@ -27,10 +27,10 @@ def test_a_bucket_that_fails_between_two_checks_at_start_is_one_line_and_exit_2(
 
     def second_head_fails(head: bytes) -> str | None:
         if head.startswith(f"HEAD /{bucket} ".encode()) and next(heads) >= 1:
-            return "500"
+            return "error"
         return None
 
-    relay = FaultRelay(s3_server.port, second_head_fails)
+    relay = FaultProxy(s3_server.port, http=True, pick=second_head_fails)
     relay.start()
     try:
         run = scrapy(
@@ -42,7 +42,7 @@ def test_a_bucket_that_fails_between_two_checks_at_start_is_one_line_and_exit_2(
         )  # fmt: skip
     finally:
         relay.stop()
-    assert relay.picked["500"] >= 1  # the component's own check met the failure
+    assert relay.counts["error"] >= 1  # the component's own check met the failure
     assert run.returncode == 2, run.stderr[-3000:]
     assert "Traceback" not in run.stderr
     assert "Task exception was never retrieved" not in run.stderr

@@ -21,8 +21,8 @@ from tests.support.distributed_site import (
     sites,  # noqa: F401  (fixture)
     start,
 )
+from tests.support.fault_proxy import FaultProxy
 from tests.support.redisserver import redis_server  # noqa: F401  (fixture)
-from tests.support.s3faults import FaultRelay
 
 pytestmark = pytest.mark.redis
 
@@ -94,9 +94,10 @@ def test_an_items_file_one_worker_cannot_write_is_written_by_another(
     rules.write_text(RULES, encoding="utf-8")
     bucket = s3_server.new_bucket()
     extract = ["-s", f"TRAVERSE_EXTRACT={rules}", "-s", f"TRAVERSE_ITEMS_DIR=s3://{bucket}/items"]
-    refusing = FaultRelay(
+    refusing = FaultProxy(
         s3_server.port,
-        lambda head: "500" if head.startswith(f"PUT /{bucket}/items/".encode()) else None,
+        http=True,
+        pick=lambda head: "error" if head.startswith(f"PUT /{bucket}/items/".encode()) else None,
     )
     refusing.start()
     shared = tmp_path / "shared"
@@ -116,6 +117,7 @@ def test_an_items_file_one_worker_cannot_write_is_written_by_another(
         (first_status, first_err), (joiner_status, joiner_err) = finish([first, joiner])
     finally:
         refusing.stop()
+    assert refusing.counts["error"] >= 1
     assert "its items file was not written; another worker will try" in first_err, first_err[-3000:]
     assert first_status == 1, first_err[-3000:]  # its own writes were lost, and it said so
     assert joiner_status == 0, joiner_err[-3000:]

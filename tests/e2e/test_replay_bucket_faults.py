@@ -2,7 +2,7 @@
 naming why, a WARNING, exit 1 — never "no snapshot stored" in silence, never a changed
 body served as the capture (docs/snapshots.md, "Replay"; docs/object-storage.md).
 
-The capture goes straight to a moto server; the replay reads through a relay that
+The capture goes straight to a moto server; the replay reads through a fault proxy that
 answers the chosen page's object with a 500, cuts the connection, corrupts the bytes
 (their checksum fails) or never answers. ``scrapy crawl`` subprocesses throughout.
 """
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.support.cli import scrapy
-from tests.support.s3faults import FaultRelay
+from tests.support.fault_proxy import FaultProxy
 from tests.support.server import Server
 from traverse_crawl.fetch.urls import page_id
 from traverse_crawl.snapshots.file_text import serialize
@@ -68,8 +68,8 @@ def failed_page(tmp: Path, name: str, server: Server) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("fault", "reader", "named"),
     [
-        ("500", "True", "InternalError (500): injected"),
-        ("500", "False", "InternalError (500): injected"),
+        ("error", "True", "InternalError (500): injected"),
+        ("error", "False", "InternalError (500): injected"),
         ("cut", "True", "Connection was closed before we received a valid response"),
         ("corrupt", "True", "did not match calculated checksum"),
         ("blackhole", "True", "Read timeout on endpoint URL"),
@@ -87,9 +87,10 @@ def test_a_snapshot_the_bucket_cannot_serve_fails_its_page_and_the_replay(
     server.server_close()
 
     target = f"GET /{bucket}/st/{source_dir_name(page_id('s', server.url('/p1.html')))}/"
-    relay = FaultRelay(
+    relay = FaultProxy(
         s3_server.port,
-        lambda head: fault if head.startswith(target.encode()) else None,
+        http=True,
+        pick=lambda head: fault if head.startswith(target.encode()) else None,
         corrupt=(b"page 1", b"PAGE 1"),
     )
     relay.start()
@@ -115,10 +116,11 @@ def test_a_snapshot_the_bucket_cannot_serve_fails_its_page_and_the_replay(
     counted = stats(tmp_path, "replay")
     assert (counted["replay/unreadable"], counted["traverse/lost"]) == (1, 1)
     assert "replay/miss" not in counted
+    assert relay.counts[fault] >= 1  # the page's reads met the fault
     if fault == "corrupt":  # a checksum that fails is not retried for the whole budget
-        assert relay.picked["corrupt"] == 3
+        assert relay.counts["corrupt"] == 3
     if fault == "blackhole":  # each attempt's timeouts fit in the 2 s budget, not 30 s
-        assert relay.picked["blackhole"] == 1
+        assert relay.counts["blackhole"] == 1
         assert took < 20, took
 
 
@@ -163,8 +165,10 @@ def test_scrapy_extract_names_a_snapshot_the_bucket_cannot_serve(server, tmp_pat
     assert captured.returncode == 0, captured.stderr[-3000:]
 
     target = f"GET /{bucket}/st/{source_dir_name(page_id('s', server.url('/p1.html')))}/"
-    relay = FaultRelay(
-        s3_server.port, lambda head: "500" if head.startswith(target.encode()) else None
+    relay = FaultProxy(
+        s3_server.port,
+        http=True,
+        pick=lambda head: "error" if head.startswith(target.encode()) else None,
     )
     relay.start()
     try:
@@ -176,6 +180,7 @@ def test_scrapy_extract_names_a_snapshot_the_bucket_cannot_serve(server, tmp_pat
         )  # fmt: skip
     finally:
         relay.stop()
+    assert relay.counts["error"] >= 1
     assert run.returncode == 1, run.stderr[-3000:]
     said = [line for line in run.stderr.splitlines() if "could not be read" in line]
     assert len(said) == 1, run.stderr[-3000:]

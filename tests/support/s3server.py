@@ -3,25 +3,25 @@
 ``python -m moto.server`` is started as a process on a free port, waited for until
 ``GET /`` answers, and killed by its PID when the test ends. moto keeps its objects
 in memory, so a test that takes the endpoint away mid-crawl stops a ``Relay`` (a
-plain TCP forwarder on loopback in front of the server) rather than the server: the
-crawl sees its endpoint refuse connections, and the bucket keeps what it holds.
+plain TCP forwarder on loopback in front of the server, tests/support/relay.py) rather
+than the server: the crawl sees its endpoint refuse connections, and the bucket keeps
+what it holds. A test that wants the bucket to fail some requests puts a ``FaultProxy``
+(tests/support/fault_proxy.py) in front of it instead.
 """
 
 from __future__ import annotations
 
-import contextlib
-import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.relay import Relay as Relay  # the tests that take the endpoint away
 from tests.support.scrapyd_harness import free_port
 
 REGION = "us-east-1"
@@ -127,72 +127,3 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
         yield server
     finally:
         server.stop()
-
-
-class Relay:
-    """A TCP forwarder on a free loopback port to ``target_port``; ``stop`` closes the
-    listener and every connection (the endpoint refuses), ``start`` opens it again on
-    the same port. ``hold(data)``, when given, is called with each chunk a client sends
-    before it is forwarded: it may sleep, to make the endpoint slow."""
-
-    def __init__(self, target_port: int, hold: Callable[[bytes], None] | None = None) -> None:
-        self.target_port = target_port
-        self.hold = hold
-        self.port = free_port()
-        self.listener: socket.socket | None = None
-        self.sockets: list[socket.socket] = []
-        self.lock = threading.Lock()
-
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", self.port))
-        listener.listen(64)
-        self.listener = listener
-        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
-
-    def _accept(self, listener: socket.socket) -> None:
-        while True:
-            try:
-                client, _ = listener.accept()
-            except OSError:
-                return
-            try:
-                upstream = socket.create_connection(("127.0.0.1", self.target_port))
-            except OSError:
-                client.close()
-                continue
-            with self.lock:
-                self.sockets += [client, upstream]
-            for a, b, hold in ((client, upstream, self.hold), (upstream, client, None)):
-                threading.Thread(target=self._pipe, args=(a, b, hold), daemon=True).start()
-
-    def _pipe(
-        self, source: socket.socket, target: socket.socket, hold: Callable[[bytes], None] | None
-    ) -> None:
-        with contextlib.suppress(OSError):
-            while data := source.recv(65536):
-                if hold is not None:
-                    hold(data)
-                target.sendall(data)
-        for sock in (source, target):
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-
-    def stop(self) -> None:
-        if self.listener is not None:
-            # shutdown wakes the thread blocked in accept(); close alone may not
-            with contextlib.suppress(OSError):
-                self.listener.shutdown(socket.SHUT_RDWR)
-            self.listener.close()
-            self.listener = None
-        with self.lock:
-            sockets, self.sockets = self.sockets, []
-        for sock in sockets:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-            sock.close()
