@@ -16,7 +16,7 @@ from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 from scrapy.settings import default_settings as scrapy_defaults
 from scrapy.utils.misc import load_object
 
-from traverse_crawl.config.settings import DEFAULTS, TraverseConfig
+from traverse_crawl.config.settings import DEFAULTS, POLICIES, TraverseConfig
 from traverse_crawl.operations import exit_status, json_log
 from traverse_crawl.rendering.addon import update_render_settings
 from traverse_crawl.runtime import log_redaction
@@ -247,6 +247,12 @@ def _set_defaults(settings: BaseSettings) -> None:
     # At the add-on's priority: any value the user set (project, spider, cmdline) is
     # above it and stays.
     for name, value in SETTINGS.items():
+        settings.set(name, value, priority=PRIORITY)
+    # TRAVERSE_POLICY's values at the same priority as the other defaults, so a setting
+    # the user sets still wins over the preset (an unknown policy is refused later,
+    # naming the setting: TraverseConfig).
+    policy = str(settings.get("TRAVERSE_POLICY") or "").strip().lower()
+    for name, value in POLICIES.get(policy, {}).items():
         settings.set(name, value, priority=PRIORITY)
     if settings.getbool("COOKIES_ENABLED"):
         # The project's own COOKIES_ENABLED = True (above the add-on's False) gets

@@ -282,6 +282,19 @@ def parse_patterns(name: str, value: Any) -> tuple[str, ...]:
     return check_patterns(name, parse_list(name, value))
 
 
+# TRAVERSE_POLICY: what each crawl policy sets (docs/crawling-real-sites.md, "Policies").
+# ``traverse`` keeps Traverse's behaviour; ``web`` turns on the rules a crawl of sites
+# one does not know needs. Each value is a default: a setting the user sets wins.
+POLICIES: dict[str, dict[str, Any]] = {
+    "traverse": {},
+    "web": {
+        "TRAVERSE_TRAP_GUARDS": True,
+        "TRAVERSE_SEEN_KEY": "no-tracking",
+        "TRAVERSE_ROBOTS_META": "obey",
+    },
+}
+
+
 class Field(NamedTuple):
     setting: str
     default: Any
@@ -350,6 +363,8 @@ FIELDS: dict[str, Field] = {
     "request_key_headers": Field("TRAVERSE_REQUEST_KEY_HEADERS", [], parse_list),
     # Each seed's links not admitted, in <manifest name>.skipped.jsonl (crawl/skipped.py).
     "skipped": Field("TRAVERSE_SKIPPED", False, parse_bool),
+    # The preset of crawl-policy defaults (POLICIES above, applied by the add-on).
+    "policy": Field("TRAVERSE_POLICY", "traverse", choice(tuple(POLICIES))),
     # What a seed's frontier admits (crawl/scope.py, docs/crawling-real-sites.md).
     "scope": Field("TRAVERSE_SCOPE", "origin", choice(SCOPES)),
     "include": Field("TRAVERSE_INCLUDE", (), parse_patterns),
@@ -423,6 +438,7 @@ class TraverseConfig:
     item_source_field: str
     request_key_headers: list[str]
     skipped: bool
+    policy: str
     scope: str
     include: tuple[str, ...]
     exclude: tuple[str, ...]
