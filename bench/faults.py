@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -330,7 +331,7 @@ class Campaign:
                 server.started.clear()
         for mount in self.mounts:
             for entry in mount.iterdir():
-                (shutil.rmtree if entry.is_dir() else os.unlink)(entry)  # type: ignore[operator]
+                (shutil.rmtree if entry.is_dir() else os.unlink)(entry)
         crawl_dir = self.root / f"crawl{index}"
         shared = [
             "-s", f"TRAVERSE_STORE=s3://{bucket}/store",
@@ -375,18 +376,19 @@ class Campaign:
 
         def inject(fault: Fault) -> bool:
             kind = fault.kind
-            if kind in WORKER_KINDS:
-                run = current.get(fault.worker)
-                if run is None or run.proc.poll() is not None:
-                    return False  # the worker is down or has finished
+            run = current.get(fault.worker) if kind in WORKER_KINDS else None
+            if kind in WORKER_KINDS and (run is None or run.proc.poll() is not None):
+                return False  # the worker is down or has finished
             if kind == "worker-kill":
+                assert run is not None
                 run.killed = True
                 signal_group(run, signal.SIGKILL)
                 restarts[fault.worker] = time.monotonic() + fault.seconds
                 del current[fault.worker]
             elif kind == "worker-stop":
+                assert run is not None
                 signal_group(run, signal.SIGSTOP)
-                later(fault.seconds, lambda run=run: signal_group(run, signal.SIGCONT))
+                later(fault.seconds, functools.partial(signal_group, run, signal.SIGCONT))
             elif kind == "disk-full":
                 if not self.tmpfs:
                     return False

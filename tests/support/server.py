@@ -43,7 +43,7 @@ Route = Reply | Callable[["Handler"], Reply]
 
 
 class Handler(BaseHTTPRequestHandler):
-    server: Server  # type: ignore[assignment]
+    server: Server
     protocol_version = "HTTP/1.1"
 
     def log_message(self, format: str, *args: object) -> None:
@@ -130,6 +130,7 @@ class Server(ThreadingHTTPServer):
     @property
     def origin(self) -> str:
         host, port = self.server_address[:2]
+        assert isinstance(host, str)  # an AF_INET server's address
         return f"http://{host}" if port == 80 else f"http://{host}:{port}"
 
     def url(self, path: str) -> str:
