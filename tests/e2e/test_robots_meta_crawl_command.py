@@ -51,8 +51,16 @@ SITE: dict[str, tuple[str, str]] = {
     "/xrbot": ("MARK-XRBOT", "noarchive"),
     "/xrother": ("MARK-XROTHER", "ok"),
     "/gz": ("MARK-GZ", "noarchive"),
+    "/xrnf": ("MARK-XRNF", "ok"),
 }
-CHILDREN = ["/nf-child", "/na-child", "/none-child", "/xrbot-child", "/xrother-child"]
+CHILDREN = [
+    "/nf-child",
+    "/na-child",
+    "/none-child",
+    "/xrbot-child",
+    "/xrother-child",
+    "/xrnf-child",
+]
 
 
 def robots_site(server: Server) -> None:
@@ -74,6 +82,8 @@ def robots_site(server: Server) -> None:
                 body=gzip.compress(page("MARK-GZ", head=meta("robots", "noarchive")).encode()),
                 headers={"Content-Encoding": "gzip"},
             ),
+            "/xrnf": Reply(body=page("MARK-XRNF", "/xrnf-child"),
+                           headers={"X-Robots-Tag": "nofollow"}),
             **{child: page(f"MARK-CHILD{child.upper()}") for child in CHILDREN},
         }
     )  # fmt: skip
@@ -150,7 +160,7 @@ def test_obeyed_meta_robots_leave_noarchive_pages_uncaptured_and_nofollow_links_
     # Links: a noarchive page's are followed; nofollow (and none) keep a page's unfollowed;
     # another bot's directives do not apply.
     assert "/na-child" in pages and "/xrother-child" in pages
-    for path in ("/nf-child", "/none-child", "/xrbot-child"):
+    for path in ("/nf-child", "/none-child", "/xrbot-child", "/xrnf-child"):
         assert path not in pages and server.count(path) == 0, path
 
     # The skipped file: each link of a nofollow page, whatever else it is, reason nofollow.
@@ -167,6 +177,7 @@ def test_obeyed_meta_robots_leave_noarchive_pages_uncaptured_and_nofollow_links_
         ("http://other.invalid/", server.url("/nf")),
         (server.url("/none-child"), server.url("/none")),
         (server.url("/xrbot-child"), server.url("/xrbot")),
+        (server.url("/xrnf-child"), server.url("/xrnf")),
     ]
 
     # Not a byte of a noarchive page in the store, the WARC files, the items or the feed.
@@ -197,6 +208,10 @@ def test_obeyed_meta_robots_leave_noarchive_pages_uncaptured_and_nofollow_links_
     assert replayed["/na"]["fetch"]["error"]["kind"] == "no-snapshot"
     assert replayed["/xr"]["fetch"]["error"]["kind"] == "no-snapshot"
     assert "snapshot" in replayed["/xrother"]["fetch"]
+    # A page only its X-Robots-Tag header marked nofollow keeps its links unfollowed in
+    # replay too (the capture kept the header with the snapshot).
+    assert "snapshot" in replayed["/xrnf"]["fetch"]
+    assert "/xrnf-child" not in replayed
 
 
 def test_by_default_meta_robots_change_nothing(server, tmp_path):

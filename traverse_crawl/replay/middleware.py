@@ -227,6 +227,8 @@ def _response(request: Request, snapshot: Snapshot, body: bytes | None = None) -
     if not isinstance(status, int) or not 200 <= status < 300:
         status = 200
     headers: dict[str, Any] = {"Content-Type": _CONTENT_TYPES.get(content_type, "text/plain")}
+    if "xRobotsTag" in snapshot:  # the capture's, so meta robots are judged the same way
+        headers["X-Robots-Tag"] = list(snapshot["xRobotsTag"])
     kwargs: dict[str, Any] = {
         "status": status,
         "headers": headers,

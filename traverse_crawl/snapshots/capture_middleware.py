@@ -179,6 +179,8 @@ class CaptureMiddleware:
             if verdict.noarchive is not None:  # judged before anything is stored
                 inc(self.crawler.stats, "robots_meta/noarchive")
                 snapshot = None
+            elif "xRobotsTag" not in snapshot and (tags := header_values(response.headers)):
+                snapshot["xRobotsTag"] = tags  # kept for replay, which has no headers
         ref: str | None = None
         if snapshot is not None:
             work = meta.get(REPLAY_WORK)  # replay's reader has built the sourceRef already

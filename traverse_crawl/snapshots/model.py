@@ -41,6 +41,9 @@ class Snapshot(_SnapshotFields, total=False):
     fromCache: bool  # served from the store (replay, or a 304 revalidation)
     notModified: bool  # a 304 revalidation
     rendered: bool  # taken from Chromium
+    # TRAVERSE_ROBOTS_META=obey: the response's X-Robots-Tag headers, as sent, so that a
+    # replay judges the page as its capture did (the store keeps no other header).
+    xRobotsTag: list[str]
 
 
 # A Content-Type that resolves back to each stored kind (``resolve_content_type``): replay's
