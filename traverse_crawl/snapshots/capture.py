@@ -9,6 +9,7 @@ that are not frontier pages (``request_page_id``).
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import os
 from collections.abc import Callable
@@ -75,6 +76,8 @@ class Capture:
         self.closed = False
         self.failures = 0
         self.by_ref: dict[str, Write] = {}  # writes not yet answered, by sourceRef
+        # The latest writes that failed for good, by sourceRef: why (``unstored``).
+        self.failed_refs: collections.OrderedDict[str, str] = collections.OrderedDict()
         self.held: dict[Write, None] = {}  # writes items wait for, in order
 
     # -- the writer process --------------------------------------------------
@@ -137,6 +140,11 @@ class Capture:
         """The unanswered write of the snapshot ``ref`` names, if there is one."""
         return self.by_ref.get(ref) if isinstance(ref, str) else None
 
+    def unstored(self, ref: object) -> str | None:
+        """Why the snapshot ``ref`` names was not stored, when its write failed for good
+        (among the latest ``FAILED_REFS_KEPT`` failures), else None."""
+        return self.failed_refs.get(ref) if isinstance(ref, str) else None
+
     def settle(self, write: Write, item: Any, failed: Failed | None = None) -> Any:
         """``item`` once ``write`` is answered: at once, or a future the answer resolves
         with it. ``failed(item, reason)`` is called first if the write failed."""
@@ -175,6 +183,9 @@ class Capture:
             del self.by_ref[write.ref]
         if error is not None:
             self._failed(error)
+            self.failed_refs[write.ref] = describe(error)
+            if len(self.failed_refs) > FAILED_REFS_KEPT:
+                self.failed_refs.popitem(last=False)
         waiters, write.waiters = write.waiters, None
         if waiters is None:
             return
@@ -198,6 +209,11 @@ class Capture:
         else:
             logger.debug("snapshot store write failed: %s", describe(exc))
         inc_lost(self.crawler.stats, "snapshot/store_failed")
+
+
+# Failed writes remembered for the items that name their snapshot after the failure was
+# answered: a spider's items follow their response closely, so the latest few thousand do.
+FAILED_REFS_KEPT = 4096
 
 
 def describe(exc: BaseException) -> str:

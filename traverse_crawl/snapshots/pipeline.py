@@ -64,7 +64,12 @@ class SnapshotStorePipeline:
         except TypeError:  # not an item ItemAdapter knows
             return item
         write = self.capture.pending(ref)
-        return item if write is None else self.capture.settle(write, item, self._item_failed)
+        if write is None:  # durable already, or failed for good before the item came
+            reason = self.capture.unstored(ref)
+            if reason is not None:
+                self._item_failed(item, reason)
+            return item
+        return self.capture.settle(write, item, self._item_failed)
 
     def _item_failed(self, item: Any, reason: str) -> None:
         """A spider's item whose snapshot was not stored names none: a ``sourceRef`` is
