@@ -37,6 +37,13 @@ def settings(tmp_path: Path, **more: Any) -> dict[str, Any]:
     }
 
 
+# The longest pause of the crawl's event loop these tests allow. A loop blocked by the
+# hostile page would pause for the whole of it: at least the 3 s timeout, or the 2 s hard
+# bound of the quadratic page. A machine running three test processes on two cores
+# pauses a loop for up to ~0.7 s on its own, so the bound sits between the two.
+REACTOR_GAP_MAX = 1.5
+
+
 async def crawl_watching_the_reactor(
     crawl: Any, settings: dict[str, Any], **spider_args: Any
 ) -> tuple[Any, list[float]]:
@@ -102,16 +109,16 @@ async def test_a_catastrophic_regex_is_stopped_and_the_reactor_goes_on(
     started = time.monotonic()
     result, gaps = await crawl_watching_the_reactor(
         crawl,
-        settings(tmp_path, TRAVERSE_EXTRACT_TIMEOUT=1, TRAVERSE_EXTRACT_PROCESS=in_process),
+        settings(tmp_path, TRAVERSE_EXTRACT_TIMEOUT=3, TRAVERSE_EXTRACT_PROCESS=in_process),
         url=server.url("/"),
     )
     assert time.monotonic() - started < 30
     assert warnings_of(result.manifest, "/hostile") == [
-        "extraction stopped after 1 s (TRAVERSE_EXTRACT_TIMEOUT); no items from this page"
+        "extraction stopped after 3 s (TRAVERSE_EXTRACT_TIMEOUT); no items from this page"
     ]
     assert result.stats["extraction/page_warnings"] == 1
     # The reactor kept turning while the regular expression ran.
-    assert max(gaps) < 0.5, max(gaps)
+    assert max(gaps) < REACTOR_GAP_MAX, max(gaps)
     (path,) = (tmp_path / "items").glob("*.jsonl")
     items = [json.loads(line) for line in path.read_bytes().splitlines()]
     assert [(i["url"], i["fields"]) for i in items] == [(server.url("/fine"), {"text": "aaa"})]
@@ -143,7 +150,7 @@ async def test_an_items_file_written_while_a_hostile_page_is_extracted_does_not_
     assert result.stats["extraction/items_files"] == 2
     assert "extraction/items_file_error" not in result.stats
     # The reactor kept turning while the text seed's items file waited for the thread.
-    assert max(gaps) < 0.5, max(gaps)
+    assert max(gaps) < REACTOR_GAP_MAX, max(gaps)
 
 
 QUADRATIC_RULES = """
@@ -182,4 +189,4 @@ async def test_a_page_past_every_bound_inside_one_lxml_call_is_stopped(server, c
     assert sorted((i["url"], i["fields"]["later"]) for i in items) == sorted(
         [(server.url("/"), 2), (server.url("/one"), 2), (server.url("/two"), 3)]
     )
-    assert max(gaps) < 0.5, max(gaps)
+    assert max(gaps) < REACTOR_GAP_MAX, max(gaps)
