@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from traverse_crawl.extraction.extractor import Extraction, Extractor, encode_items
-from traverse_crawl.snapshots.model import Snapshot
+from traverse_crawl.snapshots.model import Snapshot, body_matches
 from traverse_crawl.snapshots.source_ref import parse_source_ref
-from traverse_crawl.snapshots.store import SnapshotReadError, SnapshotStore, body_matches
+from traverse_crawl.snapshots.store import SnapshotReadError, SnapshotStore
 
 if TYPE_CHECKING:
     from traverse_crawl.extraction.process import ExtractionPool, PageJob

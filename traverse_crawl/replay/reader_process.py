@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from traverse_crawl.crawl.links import find_links
 from traverse_crawl.fetch import urls
-from traverse_crawl.snapshots.model import Snapshot, body_bytes, sha256_hex
+from traverse_crawl.snapshots.model import Snapshot, body_bytes, body_matches
 from traverse_crawl.snapshots.source_ref import build_source_ref
 from traverse_crawl.snapshots.store import FilesystemSnapshotStore, SnapshotStore
 from traverse_crawl.snapshots.writer_process import LENGTH, Frames, next_batch
@@ -73,7 +73,7 @@ def unusable(snapshot: Snapshot, data: bytes | None = None) -> str | None:
     """Why the stored ``snapshot`` cannot be served as its capture (``data``: its body's
     bytes, when made already), or None: a body is checked against its ``bodyHash``
     before it is used."""
-    if sha256_hex(body_bytes(snapshot) if data is None else data) == snapshot["bodyHash"]:
+    if body_matches(snapshot, data):
         return None
     return (
         f"the body of the snapshot fetched at {snapshot['fetchedAt']} does not match its "

@@ -180,3 +180,11 @@ def with_flags(
 def body_size(snapshot: Snapshot) -> int:
     """The manifest's optional page field ``bodySize``: ``len(body_bytes)``."""
     return len(body_bytes(snapshot))
+
+
+def body_matches(snapshot: Snapshot, data: bytes | None = None) -> bool:
+    """Whether the stored body is still the one its ``bodyHash`` names (the SHA-256 of
+    the raw bytes for pdf/png/jpeg, of the text as UTF-8 otherwise; ``data``: those
+    bytes, when made already). A body that is not is not the capture, whatever its
+    ``sourceRef`` says: check before using it."""
+    return sha256_hex(body_bytes(snapshot) if data is None else data) == snapshot["bodyHash"]

@@ -24,7 +24,7 @@ from typing import Any, cast
 
 from traverse_crawl.snapshots.file_text import encode as encode
 from traverse_crawl.snapshots.file_text import serialize as serialize
-from traverse_crawl.snapshots.model import Snapshot, body_bytes, sha256_hex
+from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.snapshots.source_ref import SourceRef, parse_source_ref
 from traverse_crawl.storage.location import (
     FilesystemLocation,
@@ -79,13 +79,6 @@ def shown_name(text: str, source_id: str) -> str:
 def file_name(snapshot: Snapshot) -> str:
     """``<fetchedAt with ":" → "-">-<first 12 of bodyHash>.json``."""
     return f"{snapshot['fetchedAt'].replace(':', '-')}-{snapshot['bodyHash'][:12]}.json"
-
-
-def body_matches(snapshot: Snapshot) -> bool:
-    """Whether the stored body is still the one its ``bodyHash`` names (the SHA-256 of
-    the raw bytes for pdf/png/jpeg, of the text as UTF-8 otherwise). A body that is not
-    is not the capture, whatever its ``sourceRef`` says: check before using it."""
-    return sha256_hex(body_bytes(snapshot)) == snapshot["bodyHash"]
 
 
 # -- file text (written by ``snapshots/file_text.py``) ----------------------------
@@ -286,7 +279,7 @@ class SnapshotStore:
 
         The name is made by ``key``, which refuses one that would leave the source
         directory (a ``/`` or ``..`` path in a hand-written ref's ``fetchedAt``): such a
-        ref names no snapshot of this store. The body is not checked (``body_matches``).
+        ref names no snapshot of this store. The body is not checked (``model.body_matches``).
         A file that is there but cannot be read (a bucket's 500 after the retries, a cut,
         a failed checksum; a permission) raises ``SnapshotReadError``: not "not stored".
         """
