@@ -23,7 +23,9 @@ def test_sigkill_of_the_crawl_leaves_whole_objects_only(server, tmp_path, s3_ser
     filler = "<p>" + "lorem ipsum " * 2000 + "</p>"
     server.site({"/home.html": "".join(f'<a href="p{i}.html">{i}</a>' for i in range(pages))})
     server.site(
-        {f"/p{i}.html": Reply(body=f"<h1>{i}</h1>{filler}", delay=0.02) for i in range(pages)}
+        # 0.1 s a page: the crawl lasts seconds, so the kill lands mid-capture even when a
+        # loaded machine is slow to upload the first WARC file.
+        {f"/p{i}.html": Reply(body=f"<h1>{i}</h1>{filler}", delay=0.1) for i in range(pages)}
     )
     bucket = s3_server.new_bucket()
     command = [
