@@ -16,7 +16,8 @@ from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 from scrapy.settings import default_settings as scrapy_defaults
 from scrapy.utils.misc import load_object
 
-from traverse_crawl.config.settings import DEFAULTS, POLICIES, TraverseConfig
+from traverse_crawl.config.settings import DEFAULTS, POLICIES, TraverseConfig, parse_bool
+from traverse_crawl.errors import ConfigError
 from traverse_crawl.operations import exit_status, json_log
 from traverse_crawl.rendering.addon import update_render_settings
 from traverse_crawl.runtime import log_redaction
@@ -33,8 +34,9 @@ COOKIES_MIDDLEWARE = "scrapy.downloadermiddlewares.cookies.CookiesMiddleware"
 # ROBOTSTXT_OBEY, DOWNLOAD_TIMEOUT, DOWNLOAD_MAXSIZE, REDIRECT_MAX_TIMES, ...).
 SETTINGS: dict[str, Any] = {
     **DEFAULTS,
-    # Traverse sends no cookies and follows no meta refresh.
-    "COOKIES_ENABLED": False,
+    # Traverse follows no meta refresh. (It sends no cookies either, but that is the
+    # traverse spider's own setting: crawl/spider_settings.py. A user's spider keeps
+    # Scrapy's cookies.)
     "METAREFRESH_ENABLED": False,
     "DEFAULT_REQUEST_HEADERS": {"Accept": "text/html,application/xhtml+xml,text/plain,*/*"},
     "CONCURRENT_REQUESTS": 16,
@@ -44,31 +46,49 @@ SETTINGS: dict[str, Any] = {
     # process reads it before any crawler exists: update_pre_crawler_settings.
     "TWISTED_DNS_RESOLVER": "traverse_crawl.egress.resolver.PinnedResolver",
     "TWISTED_REACTOR": "twisted.internet.asyncioreactor.AsyncioSelectorReactor",
-    # No local control servers in a crawler meant to run as a service. Scrapy imports
-    # every key of EXTENSIONS_BASE to merge it with EXTENSIONS, even one mapped to None:
-    # RemoteControl's module imports aiohttp and builds a TLS context (about 0.15 s and
-    # several MB in every crawl process), so it is left out of the base itself.
+    # No local control servers in a crawler meant to run as a service.
     "TELNETCONSOLE_ENABLED": False,
     "REMOTE_CONTROL_ENABLED": False,
+    "FEED_EXPORT_ENCODING": "utf-8",
+}
+
+# TRAVERSE_PROCESS_TUNING: the crawl process tuned for the traverse spider's workload
+# (docs/getting-started.md, "The add-on in your own project"). The project's own
+# settings.py opts in; in another project these are Scrapy's unless it opts in too.
+PROCESS_TUNING: dict[str, Any] = {
+    "LOG_LEVEL": "INFO",
+    # Scrapy's in-memory stats without the wrapper it puts around every method call
+    # (runtime/stats_collector.py): some fifteen counts a page.
+    "STATS_CLASS": "traverse_crawl.runtime.stats_collector.DirectStatsCollector",
+    # Scrapy imports every key of EXTENSIONS_BASE to merge it with EXTENSIONS, even one
+    # mapped to None: RemoteControl's module imports aiohttp and builds a TLS context
+    # (about 0.15 s and several MB in every crawl process), so it is left out of the
+    # base itself.
     "EXTENSIONS_BASE": {
         name: order
         for name, order in scrapy_defaults.EXTENSIONS_BASE.items()
         if name != "scrapy.extensions.remote_control.RemoteControl"
     },
-    # Traverse sends no cookies, and CookiesMiddleware's module imports tldextract and
-    # requests (about 60 ms of every crawl process; Scrapy imports every key of
-    # DOWNLOADER_MIDDLEWARES_BASE, None or not): it is left out of the base as well,
-    # unless the project sets COOKIES_ENABLED (_set_defaults).
-    "DOWNLOADER_MIDDLEWARES_BASE": {
-        name: order
-        for name, order in scrapy_defaults.DOWNLOADER_MIDDLEWARES_BASE.items()
-        if name != COOKIES_MIDDLEWARE
-    },
-    "FEED_EXPORT_ENCODING": "utf-8",
-    "LOG_LEVEL": "INFO",
-    # Scrapy's in-memory stats without the wrapper it puts around every method call
-    # (runtime/stats_collector.py): some fifteen counts a page.
-    "STATS_CLASS": "traverse_crawl.runtime.stats_collector.DirectStatsCollector",
+}
+# With the tuning and cookies off: CookiesMiddleware's module imports tldextract and
+# requests (about 60 ms of every crawl process; Scrapy imports every key of
+# DOWNLOADER_MIDDLEWARES_BASE, None or not), so it is left out of the base as well.
+BASE_WITHOUT_COOKIES = {
+    name: order
+    for name, order in scrapy_defaults.DOWNLOADER_MIDDLEWARES_BASE.items()
+    if name != COOKIES_MIDDLEWARE
+}
+PROCESS_TUNING_EXTENSIONS: dict[str, int | None] = {
+    # Start-up objects to the permanent generation (full collections paused the crawl
+    # for 50-250 ms, emptying every download place at high latency); before CoreStats
+    # (0), so its full collection is not in the crawl's elapsed time.
+    "traverse_crawl.runtime.heap_extension.FrozenStartupHeap": -10,
+    # The root logger at what its handlers take: no LogRecord built for a dropped
+    # debug line.
+    "traverse_crawl.runtime.log_level_extension.UnhandledRecordsSkipped": -5,
+    # A freed download place refilled in the turn its response arrives, not on the
+    # engine's next-turn timer, behind that turn's page work.
+    "traverse_crawl.runtime.refill_extension.RefillAtResponse": 0,
 }
 
 # Downloader middlewares, in process_request order; process_response runs bottom-up.
@@ -96,8 +116,8 @@ SETTINGS: dict[str, Any] = {
 #  950  PolitenessMiddleware    per-origin download slots, end-to-start delay
 #  960  UnverifiedTlsMiddleware DOWNLOAD_VERIFY_CERTIFICATES=False: warn on each HTTPS page
 #
-# Off: MetaRefreshMiddleware and CookiesMiddleware (Traverse does neither; the latter is
-# left out of DOWNLOADER_MIDDLEWARES_BASE, above).
+# Off: MetaRefreshMiddleware (Traverse follows none). CookiesMiddleware is Scrapy's, on for
+# a user's spider and off for the traverse spider (COOKIES_ENABLED).
 DOWNLOADER_MIDDLEWARES: dict[str, int | None] = {
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
@@ -153,16 +173,6 @@ ITEM_PIPELINES: dict[str, int | None] = {
 }
 
 EXTENSIONS: dict[str, int | None] = {
-    # Start-up objects to the permanent generation (full collections paused the crawl
-    # for 50-250 ms, emptying every download place at high latency); before CoreStats
-    # (0), so its full collection is not in the crawl's elapsed time.
-    "traverse_crawl.runtime.heap_extension.FrozenStartupHeap": -10,
-    # The root logger at what its handlers take: no LogRecord built for a dropped
-    # debug line.
-    "traverse_crawl.runtime.log_level_extension.UnhandledRecordsSkipped": -5,
-    # A freed download place refilled in the turn its response arrives, not on the
-    # engine's next-turn timer, behind that turn's page work.
-    "traverse_crawl.runtime.refill_extension.RefillAtResponse": 0,
     # First SIGINT/SIGTERM: nothing new starts; second: manifests written, then exit.
     "traverse_crawl.crawl.stop.TwoSignalStop": 100,
     "traverse_crawl.crawl.progress_extension.ProgressExtension": 510,
@@ -233,6 +243,8 @@ class Addon:
             tables += WARC.items()
         if config.metrics_port:
             tables += METRICS.items()
+        if config.process_tuning:
+            tables.append(("EXTENSIONS", PROCESS_TUNING_EXTENSIONS))
         for name, table in tables:
             for path, order in table.items():
                 settings.setdefault_in_component_priority_dict(name, load_object(path), order)
@@ -254,14 +266,18 @@ def _set_defaults(settings: BaseSettings) -> None:
     policy = str(settings.get("TRAVERSE_POLICY") or "").strip().lower()
     for name, value in POLICIES.get(policy, {}).items():
         settings.set(name, value, priority=PRIORITY)
-    if settings.getbool("COOKIES_ENABLED"):
-        # The project's own COOKIES_ENABLED = True (above the add-on's False) gets
-        # Scrapy's cookie handling back, in its place in the base.
-        settings.set(
-            "DOWNLOADER_MIDDLEWARES_BASE",
-            scrapy_defaults.DOWNLOADER_MIDDLEWARES_BASE | SETTINGS["DOWNLOADER_MIDDLEWARES_BASE"],
-            priority=PRIORITY,
-        )
+    if _process_tuning(settings):
+        for name, value in PROCESS_TUNING.items():
+            settings.set(name, value, priority=PRIORITY)
+        if not settings.getbool("COOKIES_ENABLED"):
+            settings.set("DOWNLOADER_MIDDLEWARES_BASE", BASE_WITHOUT_COOKIES, priority=PRIORITY)
+
+
+def _process_tuning(settings: BaseSettings) -> bool:
+    try:
+        return parse_bool("TRAVERSE_PROCESS_TUNING", settings.get("TRAVERSE_PROCESS_TUNING", False))
+    except ConfigError:
+        return False  # refused with its name once the config is read (update_settings)
 
 
 def set_merged(settings: BaseSettings, name: str, value: Any) -> None:

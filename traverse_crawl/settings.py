@@ -11,3 +11,7 @@ NEWSPIDER_MODULE = "traverse_crawl.crawl.spider"
 COMMANDS_MODULE = "traverse_crawl.commands"
 
 ADDONS = {"traverse_crawl.Addon": 100}
+
+# This project's crawls run in a process tuned for the traverse spider (stats class,
+# logging level, gc, the engine refill: docs/settings.md, TRAVERSE_PROCESS_TUNING).
+TRAVERSE_PROCESS_TUNING = True

@@ -22,6 +22,14 @@ from traverse_crawl.config.settings import DEFAULTS
 from traverse_crawl.crawl.spider import TraverseSpider
 
 ADDONS = {"ADDONS": {"traverse_crawl.Addon": 100}}
+# What this project's own settings.py adds to the add-on.
+TUNED = {"TRAVERSE_PROCESS_TUNING": True}
+COOKIES = "scrapy.downloadermiddlewares.cookies.CookiesMiddleware"
+TUNING_EXTENSIONS = [
+    "traverse_crawl.runtime.heap_extension.FrozenStartupHeap",
+    "traverse_crawl.runtime.log_level_extension.UnhandledRecordsSkipped",
+    "traverse_crawl.runtime.refill_extension.RefillAtResponse",
+]
 PLAIN_HANDLER = "traverse_crawl.fetch.request.ExactTargetDownloadHandler"
 RENDER_HANDLER = "traverse_crawl.rendering.handler.RenderDownloadHandler"
 RENDER_MIDDLEWARE = "traverse_crawl.rendering.middleware.RenderMiddleware"
@@ -49,7 +57,18 @@ def entries(settings: BaseSettings, name: str) -> dict[str, Any]:
 
 
 def test_the_downloader_middlewares_run_in_the_documented_order():
-    assert enabled(settings_of(), "DOWNLOADER_MIDDLEWARES") == [
+    """A user's spider keeps Scrapy's cookies; the tuned traverse spider's process does
+    not even import their middleware."""
+    user_spider = enabled(settings_of(), "DOWNLOADER_MIDDLEWARES")
+    assert (
+        user_spider.index(COOKIES)
+        == user_spider.index("traverse_crawl.snapshots.revalidate_middleware.RevalidateMiddleware")
+        + 1
+    )
+    user_spider.remove(COOKIES)
+    traverse = enabled(settings_of(TUNED, TraverseSpider), "DOWNLOADER_MIDDLEWARES")
+    assert traverse == user_spider
+    assert traverse == [
         "traverse_crawl.fetch.failure_middleware.TypedFailureMiddleware",
         "traverse_crawl.snapshots.capture_middleware.PageIdMiddleware",
         "traverse_crawl.fetch.userinfo_middleware.UserinfoMiddleware",
@@ -92,10 +111,12 @@ def test_each_replacement_takes_the_priority_of_the_built_in_it_turns_off():
         == (base[compression])
     )
     assert ours["scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware"] is None
-    # Left out of the base itself: Scrapy imports every base key, None or not.
-    cookies = "scrapy.downloadermiddlewares.cookies.CookiesMiddleware"
-    assert cookies not in base
-    assert cookies not in enabled(settings, "DOWNLOADER_MIDDLEWARES")
+    # The tuned traverse spider's: left out of the base itself (Scrapy imports every
+    # base key, None or not).
+    tuned = settings_of(TUNED, TraverseSpider)
+    tuned_base = {path(k) for k in tuned.getdict("DOWNLOADER_MIDDLEWARES_BASE")}
+    assert COOKIES not in tuned_base
+    assert COOKIES not in enabled(tuned, "DOWNLOADER_MIDDLEWARES")
     spider = entries(settings, "SPIDER_MIDDLEWARES")
     spider_base = {path(k): v for k, v in settings.getdict("SPIDER_MIDDLEWARES_BASE").items()}
     http_error = "scrapy.spidermiddlewares.httperror.HttpErrorMiddleware"
@@ -136,7 +157,7 @@ def test_a_scheduler_the_user_sets_wins_over_the_traverse_spiders():
 
 
 def test_pipelines_extensions_handler_and_scheduler():
-    settings = settings_of(spider=TraverseSpider)
+    settings = settings_of(TUNED, TraverseSpider)
     assert enabled(settings, "ITEM_PIPELINES") == [
         "traverse_crawl.snapshots.pipeline.SnapshotStorePipeline",
         "traverse_crawl.jobdir.pipeline.JournalPipeline",
@@ -145,9 +166,7 @@ def test_pipelines_extensions_handler_and_scheduler():
     extensions = enabled(settings, "EXTENSIONS")
     ours = [name for name in extensions if name.startswith("traverse_crawl.")]
     assert ours == [
-        "traverse_crawl.runtime.heap_extension.FrozenStartupHeap",
-        "traverse_crawl.runtime.log_level_extension.UnhandledRecordsSkipped",
-        "traverse_crawl.runtime.refill_extension.RefillAtResponse",
+        *TUNING_EXTENSIONS,
         "traverse_crawl.crawl.stop.TwoSignalStop",
         "traverse_crawl.crawl.progress_extension.ProgressExtension",
         "traverse_crawl.operations.stats_file.StatsFileExtension",
@@ -198,8 +217,8 @@ def test_traverse_warc_dir_adds_the_warc_writer_extension(tmp_path):
 
 
 def test_plain_values_and_every_default():
-    settings = settings_of(spider=TraverseSpider)
-    for name, value in DEFAULTS.items():
+    settings = settings_of(TUNED, TraverseSpider)
+    for name, value in {**DEFAULTS, **TUNED}.items():
         assert settings[name] == value, name
     assert settings["TWISTED_DNS_RESOLVER"] == "traverse_crawl.egress.resolver.PinnedResolver"
     assert settings["TWISTED_REACTOR"] == "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
@@ -220,11 +239,46 @@ def test_the_process_gets_the_resolver_and_log_level_before_any_crawler():
     from scrapy.crawler import AsyncCrawlerRunner
     from scrapy.settings import Settings
 
-    runner = AsyncCrawlerRunner(Settings(ADDONS))
+    runner = AsyncCrawlerRunner(Settings({**ADDONS, **TUNED}))
     assert runner.settings["TWISTED_DNS_RESOLVER"] == (
         "traverse_crawl.egress.resolver.PinnedResolver"
     )
     assert runner.settings["LOG_LEVEL"] == "INFO"
+    assert AsyncCrawlerRunner(Settings(ADDONS)).settings["LOG_LEVEL"] == "DEBUG"  # Scrapy's
+
+
+@pytest.mark.parametrize("spider", [None, TraverseSpider])
+def test_a_project_that_does_not_opt_in_keeps_scrapys_process(spider):
+    """Stats class, log level, the base dictionaries and no process-wide extension:
+    what Scrapy gives, for the traverse spider too when its project did not opt in."""
+    settings = settings_of(spider=spider)
+    assert settings["STATS_CLASS"] == scrapy_defaults.STATS_CLASS
+    assert settings["LOG_LEVEL"] == scrapy_defaults.LOG_LEVEL
+    assert settings.getdict("EXTENSIONS_BASE") == scrapy_defaults.EXTENSIONS_BASE
+    assert settings.getdict("DOWNLOADER_MIDDLEWARES_BASE") == (
+        scrapy_defaults.DOWNLOADER_MIDDLEWARES_BASE
+    )
+    extensions = enabled(settings, "EXTENSIONS")
+    assert not set(TUNING_EXTENSIONS) & set(extensions)
+    assert "traverse_crawl.crawl.stop.TwoSignalStop" in extensions
+    # The traverse spider sends no cookies, a user's spider Scrapy's.
+    assert settings.getbool("COOKIES_ENABLED") is (spider is None)
+
+
+def test_a_user_spider_of_a_project_that_opts_in_is_tuned_and_keeps_its_cookies():
+    settings = settings_of(TUNED)
+    assert settings["STATS_CLASS"] == "traverse_crawl.runtime.stats_collector.DirectStatsCollector"
+    assert set(TUNING_EXTENSIONS) <= set(enabled(settings, "EXTENSIONS"))
+    assert settings.getbool("COOKIES_ENABLED")
+    assert COOKIES in enabled(settings, "DOWNLOADER_MIDDLEWARES")
+
+
+def test_a_bad_tuning_value_is_refused_naming_the_setting():
+    from traverse_crawl.errors import ConfigError
+
+    with pytest.raises(ConfigError) as caught:
+        settings_of({"TRAVERSE_PROCESS_TUNING": "sometimes"})
+    assert caught.value.name == "TRAVERSE_PROCESS_TUNING"
 
 
 class CustomSpider(Spider):
@@ -324,6 +378,10 @@ def test_a_project_that_enables_cookies_gets_scrapys_cookie_handling_back():
 
 def test_the_traverse_spider_sends_no_cookies_whatever_the_project_enables():
     cookies = "scrapy.downloadermiddlewares.cookies.CookiesMiddleware"
-    settings = settings_of({"COOKIES_ENABLED": True}, spider=TraverseSpider)
+    settings = settings_of({"COOKIES_ENABLED": True, **TUNED}, spider=TraverseSpider)
     assert not settings.getbool("COOKIES_ENABLED")
     assert cookies not in enabled(settings, "DOWNLOADER_MIDDLEWARES")
+    # Untuned, the middleware is listed, and off: Scrapy's own COOKIES_ENABLED check.
+    assert not settings_of({"COOKIES_ENABLED": True}, spider=TraverseSpider).getbool(
+        "COOKIES_ENABLED"
+    )

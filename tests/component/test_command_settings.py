@@ -15,7 +15,7 @@ import pytest
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
-from traverse_crawl.addon import SETTINGS
+from traverse_crawl.addon import PROCESS_TUNING, SETTINGS
 from traverse_crawl.commands.common import ProjectCommand, take_addon_settings
 
 ADDONS = {"ADDONS": {"traverse_crawl.Addon": 100}}
@@ -31,14 +31,19 @@ def command_settings(project: dict[str, Any], cmdline: dict[str, Any]) -> Settin
     return settings
 
 
-@pytest.mark.parametrize("user", [{}, USER], ids=["defaults", "the user's values"])
+@pytest.mark.parametrize(
+    "user",
+    [{}, USER, {"TRAVERSE_PROCESS_TUNING": True}],
+    ids=["defaults", "the user's values", "process tuning"],
+)
 def test_a_command_has_every_value_a_crawler_has(user):
     crawler = get_crawler(settings_dict={**ADDONS, **user}).settings
     command = command_settings({**ADDONS, **user}, {})
-    for name in SETTINGS:
+    for name in [*SETTINGS, *PROCESS_TUNING]:
         assert command[name] == crawler[name], name
     assert command.getint("DOWNLOAD_MAXSIZE") == user.get("DOWNLOAD_MAXSIZE", 32 * 1024 * 1024)
-    assert command["LOG_LEVEL"] == user.get("LOG_LEVEL", "INFO")
+    tuned = user.get("TRAVERSE_PROCESS_TUNING", False)
+    assert command["LOG_LEVEL"] == user.get("LOG_LEVEL", "INFO" if tuned else "DEBUG")
 
 
 def test_the_command_line_wins_over_the_project_and_the_addon():

@@ -45,10 +45,13 @@ class LoginSpider(scrapy.Spider):
         yield {"url": response.url, "status": response.status}
 """
 
+# The spider sets its Cookie header itself, which Scrapy's cookie middleware would
+# replace with its jar's: the project turns the middleware off, as Scrapy's docs say.
 SETTINGS = """
 BOT_NAME = "shop"
 SPIDER_MODULES = ["shop.spiders"]
 ADDONS = {"traverse_crawl.Addon": 100}
+COOKIES_ENABLED = False
 """
 
 

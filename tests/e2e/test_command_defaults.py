@@ -256,7 +256,11 @@ def test_a_user_projects_commands_take_the_addons_defaults(tmp_path):
     assert f"http://shop.test/bomb: payload larger than DOWNLOAD_MAXSIZE ({MAXSIZE} bytes)" in (
         run.stderr
     )
-    settings = assert_logged_at_info(run.stderr)
+    # The add-on's values in force; the log at Scrapy's own level: the project did not
+    # opt in to the process tuning (docs/settings.md, "Process tuning").
+    settings = overridden(run.stderr)
+    assert settings["DOWNLOAD_MAXSIZE"] == MAXSIZE
+    assert "LOG_LEVEL" not in settings, run.stderr[-3000:]
     assert settings["BOT_NAME"] == "shop"  # the user's project, not this one
     # The project's own value wins over the add-on's (its settings module, chosen by
     # SCRAPY_SETTINGS_MODULE as scrapy.cfg would).

@@ -49,6 +49,8 @@ def test_replay_runs_without_it(server: Server, tmp_path) -> None:
     assert gaps == []  # the store answers: no request goes to the downloader
     assert "RefillAtResponse" not in _enabled_extensions(log)
     assert "FrozenStartupHeap" in _enabled_extensions(log)
+    # Nothing is wrong: no warning about it.
+    assert "Disabled RefillAtResponse" not in log
     (manifest,) = (tmp_path / "manifests").glob("*.json")
     pages = json.loads(manifest.read_text(encoding="utf-8"))["pages"]
     assert len(pages) == CHILDREN + 1

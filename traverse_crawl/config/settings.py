@@ -351,6 +351,9 @@ FIELDS: dict[str, Field] = {
     "progress": Field("TRAVERSE_PROGRESS", "auto", choice(get_args(ProgressMode))),
     # json: one JSON object per log line (operations/json_log.py)
     "log_format": Field("TRAVERSE_LOG_FORMAT", "text", choice(get_args(LogFormat))),
+    # The crawl process tuned for the traverse spider's workload (addon.py, PROCESS_TUNING):
+    # the project's own settings.py opts in; another project's spiders keep Scrapy's.
+    "process_tuning": Field("TRAVERSE_PROCESS_TUNING", False, parse_bool),
     # Replay reads pages ahead in a process of its own (replay/reader_process.py);
     # False: in the crawl.
     "replay_reader": Field("TRAVERSE_REPLAY_READER", True, parse_bool),
@@ -433,6 +436,7 @@ class TraverseConfig:
     tls_verify: bool
     progress: ProgressMode
     log_format: LogFormat
+    process_tuning: bool
     replay_reader: bool
     source_id: str
     item_source_field: str

@@ -36,7 +36,9 @@ class RefillAtResponse:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RefillAtResponse:
         if get_config(crawler).mode == "replay":
-            raise NotConfigured("replay: no network wait to hide")
+            # No reason given: Scrapy would print it at WARNING in every replay, and
+            # nothing is wrong (no network wait to hide).
+            raise NotConfigured
         extension = cls(crawler)
         crawler.signals.connect(extension.refill, signal=signals.response_received)
         return extension

@@ -33,14 +33,19 @@ def test_the_same_stats_as_scrapys_memory_collector() -> None:
     assert ours[0]["pages"] == 4 and ours[0]["bytes"] == 110 and ours[1] == (4, "default")
 
 
-def test_a_crawl_uses_it_unless_the_project_names_its_own() -> None:
+def test_a_tuned_crawl_uses_it_unless_the_project_names_its_own() -> None:
     from scrapy.settings import Settings
 
     from traverse_crawl.addon import Addon
 
-    settings = Settings()
+    tuned = {"TRAVERSE_PROCESS_TUNING": True}
+    settings = Settings(tuned)
     Addon.update_pre_crawler_settings(settings)
     assert settings["STATS_CLASS"].endswith("DirectStatsCollector")
-    own = Settings({"STATS_CLASS": "scrapy.statscollectors.DummyStatsCollector"})
+    own = Settings({**tuned, "STATS_CLASS": "scrapy.statscollectors.DummyStatsCollector"})
     Addon.update_pre_crawler_settings(own)
     assert own["STATS_CLASS"] == "scrapy.statscollectors.DummyStatsCollector"
+    # A project that did not opt in keeps Scrapy's.
+    untuned = Settings()
+    Addon.update_pre_crawler_settings(untuned)
+    assert untuned["STATS_CLASS"] == "scrapy.statscollectors.MemoryStatsCollector"
