@@ -37,6 +37,9 @@ mkdir -p "$out/.ci"
 compile() {
     local source=$1 name=$2 lock=$out/$2
     shift 2
+    # uv keeps the pins of the output file it is given unless told to upgrade: start from
+    # the committed lock (its two header lines off), so --upgrade-package takes one package.
+    if [ -f "$lock" ]; then tail -n +3 "$lock" > "$lock.tmp"; fi
     .venv-lock/bin/uv pip compile --quiet --universal --generate-hashes --no-header \
         --annotation-style line "$@" -o "$lock.tmp"
     {

@@ -16,6 +16,7 @@ from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 from scrapy.settings import default_settings as scrapy_defaults
 from scrapy.utils.misc import load_object
 
+from traverse_crawl.config.extras import require_extra
 from traverse_crawl.config.settings import DEFAULTS, POLICIES, TraverseConfig, parse_bool
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.operations import exit_status, json_log
@@ -238,10 +239,13 @@ class Addon:
             ("EXTENSIONS", EXTENSIONS),
         ]
         if config.redis.enabled:
+            require_extra("REDIS_URL", "redis")
             tables += DISTRIBUTED.items()
         if config.warc_dir:
+            require_extra("TRAVERSE_WARC_DIR", "warc")
             tables += WARC.items()
         if config.metrics_port:
+            require_extra("TRAVERSE_METRICS_PORT", "metrics")
             tables += METRICS.items()
         if config.process_tuning:
             tables.append(("EXTENSIONS", PROCESS_TUNING_EXTENSIONS))

@@ -23,6 +23,7 @@ from scrapy.settings import BaseSettings
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
+from traverse_crawl.config.extras import require_extra
 from traverse_crawl.config.scrapy_settings import parse_log_level
 from traverse_crawl.config.settings import LogFormat, TraverseConfig, parse_choice
 from traverse_crawl.errors import ConfigError
@@ -213,6 +214,13 @@ def check(settings: BaseSettings, spargs: dict[str, str]) -> None:
     if jobdir:
         check_writable("JOBDIR", jobdir)
     check_render(settings)
+    for name, extra, on in (
+        ("REDIS_URL", "redis", config.redis.enabled),
+        ("TRAVERSE_WARC_DIR", "warc", bool(config.warc_dir)),
+        ("TRAVERSE_METRICS_PORT", "metrics", bool(config.metrics_port)),
+    ):
+        if on:
+            require_extra(name, extra)
     if config.metrics_port:
         from traverse_crawl.operations.metrics import check_port  # prometheus_client
 

@@ -17,6 +17,7 @@ from scrapy.exceptions import UsageError
 
 from traverse_crawl.commands.common import StoreCommand, run_safely, write_text
 from traverse_crawl.config.distributed import RedisConfig, parse_crawl_id
+from traverse_crawl.config.extras import require_extra
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.fetch.exceptions import CommandFailed
 from traverse_crawl.utils.redact import redact_url
@@ -39,6 +40,10 @@ class Command(StoreCommand, ScrapyCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) > 1:
             raise UsageError("give at most one crawl id")
+        try:
+            require_extra("scrapy crawlstatus", "redis")
+        except ConfigError as exc:
+            raise UsageError(str(exc), print_help=False) from None
         run_safely(self, self.act, args[0] if args else "", opts)
 
     def act(self, crawl_id: str, opts: argparse.Namespace) -> None:

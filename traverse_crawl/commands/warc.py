@@ -24,6 +24,7 @@ from scrapy.exceptions import UsageError
 from traverse_crawl.commands.common import StoreCommand, open_store, run_safely
 from traverse_crawl.commands.common import write_text as _write
 from traverse_crawl.commands.snapshots import seed_pages
+from traverse_crawl.config.extras import require_extra
 from traverse_crawl.config.settings import TraverseConfig
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.fetch.exceptions import CommandFailed
@@ -59,6 +60,10 @@ class Command(StoreCommand, ScrapyCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if not args or args[0] not in ("export", "import"):
             raise UsageError("give 'export' or 'import'")
+        try:
+            require_extra("scrapy warc", "warc")
+        except ConfigError as exc:
+            raise UsageError(str(exc), print_help=False) from None
         if args[0] == "export":
             if not opts.output or not opts.output.endswith((".warc.gz", ".wacz")):
                 raise UsageError("export needs -o FILE.warc.gz or -o FILE.wacz")

@@ -10,12 +10,12 @@ handlers and scrapy-playwright's settings, never over what the user set
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 from typing import Any
 
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
+from traverse_crawl.config.extras import require_extra
 from traverse_crawl.config.settings import TraverseConfig
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.rendering.browser import check_browser, launch_options
@@ -48,11 +48,7 @@ def check_render(settings: BaseSettings) -> None:
     config = TraverseConfig.from_settings(settings)
     if not renders(config):
         return
-    if importlib.util.find_spec("scrapy_playwright") is None:
-        raise ConfigError(
-            "TRAVERSE_RENDER",
-            f"{config.render!r} needs scrapy-playwright: pip install 'traverse_crawl[render]'",
-        )
+    require_extra("TRAVERSE_RENDER", "render", repr(config.render))
     if settings.get("PLAYWRIGHT_CDP_URL") or settings.get("PLAYWRIGHT_CONNECT_URL"):
         return  # a remote browser: nothing local to start
     browser_type = str(settings.get("PLAYWRIGHT_BROWSER_TYPE") or "chromium")

@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, BinaryIO, TypeVar, cast
 
+from traverse_crawl.config.extras import require_extra
 from traverse_crawl.config.scrapy_settings import parse_delay
 from traverse_crawl.errors import ConfigError
 
@@ -105,13 +106,10 @@ def attempt_timeouts(retry_seconds: float) -> tuple[float, float]:
 
 def make_client(config: BucketConfig) -> Any:
     """A botocore S3 client; botocore's own retries are off (``call`` retries)."""
-    try:
-        import botocore.session
-        from botocore.config import Config
-    except ImportError:
-        raise ConfigError(
-            "s3://", "botocore is not installed: pip install 'traverse-crawl[s3]'"
-        ) from None
+    require_extra("s3://", "s3")
+    import botocore.session
+    from botocore.config import Config
+
     session = botocore.session.get_session()
     connect_timeout, read_timeout = attempt_timeouts(config.retry_seconds)
     return session.create_client(

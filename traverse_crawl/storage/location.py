@@ -21,6 +21,7 @@ import tempfile
 from collections.abc import Callable, Mapping
 from typing import Any, BinaryIO, Protocol
 
+from traverse_crawl.config.extras import require_extra
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.utils.atomic import atomic_write, atomic_write_bytes
 
@@ -167,6 +168,7 @@ def open_location(name: str, text: str, settings: Mapping[str, Any] | Any) -> Lo
     (``storage/bucket.py``). Nothing is contacted here: ``check`` does that.
     """
     if is_bucket_url(text):
+        require_extra(name, "s3", text.strip())
         from traverse_crawl.storage.bucket import BucketLocation, bucket_config
 
         bucket, prefix = split_bucket_url(name, text)
