@@ -197,6 +197,13 @@ METRICS: dict[str, dict[str, int | None]] = {
 }
 
 
+# What TRAVERSE_CHECKS adds: each seed's data-quality checks. Only then, so a crawl
+# without it imports nothing of traverse_crawl/checks/.
+CHECKS: dict[str, dict[str, int | None]] = {
+    "EXTENSIONS": {"traverse_crawl.checks.extension.ChecksExtension": 515},
+}
+
+
 class Addon:
     """The Scrapy add-on of traverse_crawl (docs/getting-started.md)."""
 
@@ -233,6 +240,8 @@ class Addon:
             tables += WARC.items()
         if config.metrics_port:
             tables += METRICS.items()
+        if config.checks is not None:
+            tables += CHECKS.items()
         for name, table in tables:
             for path, order in table.items():
                 settings.setdefault_in_component_priority_dict(name, load_object(path), order)

@@ -27,7 +27,7 @@ from traverse_crawl.config.scrapy_settings import parse_log_level
 from traverse_crawl.config.settings import LogFormat, TraverseConfig, parse_choice
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.operations import json_log
-from traverse_crawl.operations.exit_status import command_checks, lost_count
+from traverse_crawl.operations.exit_status import checks_failed, command_checks, lost_count
 from traverse_crawl.rendering.addon import check_render
 from traverse_crawl.stats import START_REFUSED
 from traverse_crawl.storage.bucket import BucketLocation
@@ -71,6 +71,7 @@ Exit status:
      written for good (counted in the stats as traverse/lost)
   2  an invalid command line or setting, or a service (Redis, the metrics
      port) that cannot be reached at start; nothing was requested
+  3  a data-quality check (TRAVERSE_CHECKS) failed and nothing was lost
 """
 
 
@@ -141,6 +142,8 @@ class Command(ScrapyCrawlCommand):
             stats is not None and lost_count(stats.get_stats())
         ):
             self.exitcode = 1  # results that could not be written are not a success
+        elif stats is not None and checks_failed(stats.get_stats()):
+            self.exitcode = 3  # the data is there, and it is not what the checks want
 
     def _refuse(self, settings: BaseSettings, exc: ConfigError) -> None:
         """One line naming the setting, exit status 2."""

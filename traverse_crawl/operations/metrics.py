@@ -282,6 +282,16 @@ class CrawlCollector(Collector):
         for result, key in (("written", "written"), ("failed", "error"), ("fallback", "fallback")):
             manifests.add_metric([result], stats.get(f"manifest/{key}", 0))
         yield manifests
+        if get_config(ext.crawler).checks is not None:
+            from traverse_crawl.checks.extension import failed_checks
+
+            failing = GaugeMetricFamily(
+                "traverse_checks_failed", "1 for each data-quality check that failed "
+                "(TRAVERSE_CHECKS), by seed and check.", labels=["seed", "check"],
+            )  # fmt: skip
+            for seed_id, check in failed_checks(ext.crawler):
+                failing.add_metric([redact_text(seed_id), check], 1)
+            yield failing
 
 
 def cumulative(bounds: tuple[float, ...], counts: list[int]) -> list[tuple[str, int]]:
