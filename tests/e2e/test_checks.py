@@ -114,6 +114,37 @@ def test_checks_fail_with_evidence_offline_and_in_replay_alike(server, tmp_path)
     assert path.read_bytes() == first
     assert "seed site: 6 passed, 3 failed" in offline.stdout
     assert offline.stdout.count("failed: measured") == len(FAILING)
+    # The items file of this run as fixtures: every field equal; then a selector change
+    # names the field, with its new evidence; a sourceRef not in the store is one line.
+    (items,) = (tmp_path / "items").glob("*.jsonl")
+    fixtures = scrapy("extract", *settings(tmp_path), "--fixtures", str(items))
+    assert fixtures.returncode == 0, fixtures.stdout + fixtures.stderr
+    assert fixtures.stdout.count(": equal (") == 5
+    assert "5 fixture(s): 22 field(s) equal, 0 changed, 0 missing, 0 fixture(s) not found" in (
+        fixtures.stdout
+    )
+    changed = product_site.RULES.replace('title = "css:h2::text"', 'title = "css:h2::attr(id)"')
+    changed = changed.replace('name = "css:h1::text"', 'name = "css:title::text"')
+    (tmp_path / "extract.toml").write_text(changed, encoding="utf-8")
+    lines = [*items.read_text(encoding="utf-8").splitlines(), json.dumps(
+        {"type": "card", "sourceRef": "traverse-snapshot:nowhere", "fields": {}}
+    )]  # fmt: skip
+    (tmp_path / "fixtures.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    fixtures = scrapy(
+        "extract", "-s", f"TRAVERSE_EXTRACT={tmp_path / 'extract.toml'}",
+        "-s", f"TRAVERSE_STORE={tmp_path / 'store'}",
+        "--fixtures", str(tmp_path / "fixtures.jsonl"),
+    )  # fmt: skip
+    assert fixtures.returncode == 1
+    out = fixtures.stdout
+    assert out.count("field 'title': missing (was 'Lamp')") == 2
+    assert "field 'title': missing (was 'Salt & Pepper'); the selector matched nothing" in out
+    assert "field 'name': changed 'Lamp\\ntwo' → 'Lamp two'; now text 'Lamp two' at [" in out
+    assert out.count(": equal (5 field(s))") == 1  # the first product's name is its title
+    assert out.count("not found: no snapshot traverse-snapshot:nowhere in the store") == 1
+    assert "0 changed" not in fixtures.stderr and "1 fixture(s) not found" in fixtures.stderr
+    (tmp_path / "extract.toml").write_text(product_site.RULES, encoding="utf-8")
+
     # The report shows the checks with their sourceRefs.
     report = scrapy("report", str(tmp_path / "manifests"), "-o", str(tmp_path / "r.html"))
     assert report.returncode == 0, report.stderr

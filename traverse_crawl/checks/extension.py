@@ -37,6 +37,7 @@ from traverse_crawl.config.settings import get_config
 from traverse_crawl.crawl.items import PageItem
 from traverse_crawl.extraction.items import ExtractedItem
 from traverse_crawl.manifests.pipeline import manifest_path
+from traverse_crawl.meta_keys import ROBOTS, SITEMAP
 from traverse_crawl.signals import manifest_written, request_failed
 from traverse_crawl.snapshots.source_ref import parse_source_ref
 from traverse_crawl.snapshots.store import shown_name
@@ -72,6 +73,11 @@ def seed_of_ref(source_ref: Any) -> str | None:
         return None
     # encodeURIComponent escapes ":", so the first "::" ends the seed's part.
     return unquote(ref.source_id.partition("::")[0], errors="surrogateescape")
+
+
+def _not_a_page(request: Request) -> bool:
+    """robots.txt and sitemaps are fetched for the spider, not by it."""
+    return bool(request.meta.get(ROBOTS) or request.meta.get(SITEMAP))
 
 
 def item_type(item: Any) -> str:
@@ -119,6 +125,8 @@ class ChecksExtension:
     # -- a plain spider's pages ------------------------------------------------
 
     def response_received(self, response: Response, request: Request) -> None:
+        if _not_a_page(request):
+            return
         page: dict[str, Any] = {"url": response.url}
         if response.status >= 400:
             page["fetch"] = {"error": {"kind": "http-error", "status": response.status}}
@@ -130,6 +138,8 @@ class ChecksExtension:
         self._evaluator(self.own_seed).add_page(page)
 
     def request_failed(self, request: Request, error: Any) -> None:
+        if _not_a_page(request):
+            return
         page = {"url": request.url, "fetch": {"error": error.to_dict()}}
         self._evaluator(self.own_seed).add_page(page)
 

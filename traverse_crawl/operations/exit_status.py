@@ -26,7 +26,7 @@ from scrapy.utils.log import configure_logging
 from traverse_crawl.config.settings import TraverseConfig
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.operations import json_log
-from traverse_crawl.stats import LOST
+from traverse_crawl.stats import LOST, START_REFUSED
 from traverse_crawl.utils.redact import redact_text
 
 logger = logging.getLogger(__name__)
@@ -49,6 +49,19 @@ def lost_count(stats: Mapping[str, Any]) -> int:
 def checks_failed(stats: Mapping[str, Any]) -> bool:
     """Whether a data-quality check of the crawl failed (``TRAVERSE_CHECKS``)."""
     return bool(stats.get(CHECKS_FAILED_STAT))
+
+
+def crawl_status(stats: Mapping[str, Any], process_failed: bool = False) -> int:
+    """The exit status of a crawl that ran, by its final stats: 2 when it refused to
+    start (an output it could not write), else 1 when something was lost (or the
+    process failed), else 3 when a check failed, else 0 (docs/operations.md)."""
+    if stats.get(START_REFUSED):
+        return USAGE
+    if process_failed or lost_count(stats):
+        return LOST_STATUS
+    if checks_failed(stats):
+        return CHECK_FAILED
+    return OK
 
 
 def running_command() -> Any:
