@@ -283,15 +283,9 @@ class CrawlCollector(Collector):
             manifests.add_metric([result], stats.get(f"manifest/{key}", 0))
         yield manifests
         if get_config(ext.crawler).checks is not None:
-            from traverse_crawl.checks.extension import failed_checks
+            from traverse_crawl.checks.extension import failed_gauge
 
-            failing = GaugeMetricFamily(
-                "traverse_checks_failed", "1 for each data-quality check that failed "
-                "(TRAVERSE_CHECKS), by seed and check.", labels=["seed", "check"],
-            )  # fmt: skip
-            for seed_id, check in failed_checks(ext.crawler):
-                failing.add_metric([redact_text(seed_id), check], 1)
-            yield failing
+            yield failed_gauge(ext.crawler)
 
 
 def cumulative(bounds: tuple[float, ...], counts: list[int]) -> list[tuple[str, int]]:
