@@ -16,10 +16,11 @@ def _value(value: Any) -> str:
 
 
 def checks_section(doc: dict[str, Any], source: str) -> str:
-    results = doc.get("results")
-    if not isinstance(results, list):
+    listed = doc.get("results")
+    if not isinstance(listed, list):
         return ""
-    failed = [r for r in results if isinstance(r, dict) and not r.get("passed")]
+    results = [r for r in listed if isinstance(r, dict)]
+    failed = [r for r in results if not r.get("passed")]
     parts = [
         f'<h3>Checks (<span class="checks-failed">{len(failed)}</span> failed of '
         f"{len(results)})</h3>",
@@ -29,8 +30,6 @@ def checks_section(doc: dict[str, Any], source: str) -> str:
         "<th>Result</th></tr>",
     ]
     for result in sorted(results, key=lambda r: bool(r.get("passed"))):
-        if not isinstance(result, dict):
-            continue
         state = "passed" if result.get("passed") else "failed"
         parts.append(
             f'<tr class="check-{state}"><td>{esc(str(result.get("check")))}</td>'
