@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from typing import Any
 
 from traverse_crawl.checks.rules import Checks, TypeChecks, ValueRule
@@ -29,12 +30,57 @@ def outcome_kind(page: Mapping[str, Any]) -> str:
 
 
 def _present(value: Any) -> bool:
-    return value is not None and value != "" and value != [] and value is not _ABSENT
+    if value is None or value is _ABSENT:
+        return False
+    return bool(value) or not isinstance(value, (str, list))
 
 
 def _digest(value: Any) -> bytes:
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    """16 bytes for a value: what ``distinct`` keeps of each (a string as it is, any
+    other value as its JSON text, so ``"1"``, ``1`` and ``1.0`` are three values)."""
+    if isinstance(value, str):
+        data = b"s" + value.encode("utf-8", "surrogatepass")
+    else:
+        text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+        data = b"j" + text.encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+# An items file's line ends with its extractor and evidence (extraction/extractor.py
+# writes the keys in this order), and the evidence is most of its bytes. The checks read
+# the fields; the evidence is read only for an example. Hand-written because JSON has no
+# way to stop a parse early: the line up to this key, closed, is the item without them;
+# in JSON text an unescaped '"' only delimits a string, and a field named "extractor"
+# in the evidence is followed by '[', so the last match is the item's own key. A line
+# where it is not found, or whose head does not parse as an item, is read whole.
+_TAIL = b',"extractor":"'
+
+
+def _head(line: bytes) -> dict[str, Any] | None:
+    """The item without its ``extractor`` and ``evidence``, or None (read it whole)."""
+    cut = line.rfind(_TAIL)
+    if cut <= 0:
+        return None
+    try:
+        item = json.loads(line[:cut] + b"}")
+    except (ValueError, RecursionError):
+        return None
+    if (
+        not isinstance(item, dict)
+        or not isinstance(item.get("fields"), dict)
+        or not isinstance(item.get("missing"), list)
+    ):
+        return None
+    return item
+
+
+def _evidence_of(line: bytes) -> dict[str, Any]:
+    try:
+        item = json.loads(line)
+    except (ValueError, RecursionError):
+        return {}
+    evidence = item.get("evidence") if isinstance(item, dict) else None
+    return evidence if isinstance(evidence, dict) else {}
 
 
 class _Item:
@@ -48,13 +94,13 @@ class _Item:
         fields: Mapping[str, Any],
         url: Any = None,
         source_ref: Any = None,
-        evidence: Mapping[str, Any] | None = None,
+        evidence: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None,
     ) -> None:
         self.type = type_name
         self.fields = fields
         self.url = url
         self.source_ref = source_ref
-        self.evidence = evidence or {}
+        self.evidence = evidence or {}  # or a function that reads it: only for an example
 
     def example(self, field: str, value: Any, position: int | None = None) -> dict[str, Any]:
         """``url``, ``sourceRef``, ``field``, ``value``, and the evidence entry of the
@@ -71,6 +117,8 @@ class _Item:
         return {key: item for key, item in out.items() if item is not None or key == "value"}
 
     def _entry(self, field: str, position: int | None, missing: bool) -> dict[str, Any] | None:
+        if callable(self.evidence):
+            self.evidence = self.evidence()
         entries = self.evidence.get(field)
         if not isinstance(entries, list):
             return None
@@ -120,14 +168,14 @@ class _TypeState:
         fields = item.fields
         for field, failures in self.missing.items():
             if not _present(fields.get(field, _ABSENT)):
-                failures.add(lambda f=field: item.example(f, fields.get(f, _ABSENT)))
+                failures.add(partial(item.example, field, fields.get(field, _ABSENT)))
         for field, seen in self.seen.items():
             value = fields.get(field, _ABSENT)
             if not _present(value):
                 continue
             digest = _digest(value)
             if digest in seen:
-                self.repeated[field].add(lambda f=field, v=value: item.example(f, v))
+                self.repeated[field].add(partial(item.example, field, value))
             else:
                 seen.add(digest)
         for rule in rules.values:
@@ -191,7 +239,7 @@ class SeedEvaluator:
         *,
         url: Any = None,
         source_ref: Any = None,
-        evidence: Mapping[str, Any] | None = None,
+        evidence: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None,
     ) -> None:
         """One item of type ``type_name`` with its field values (an absent, ``None``,
         empty-string or empty-list value is a field not present)."""
@@ -230,18 +278,23 @@ class SeedEvaluator:
         raises ``ValueError``)."""
         if not line.strip():
             return
-        item = json.loads(line)
-        if not isinstance(item, dict) or not isinstance(item.get("fields"), dict):
-            raise ValueError("not an extracted item")
+        item = _head(line)
+        if item is None:
+            item = json.loads(line)
+            if not isinstance(item, dict) or not isinstance(item.get("fields"), dict):
+                raise ValueError("not an extracted item")
+            found = item.get("evidence")
+            evidence: Any = found if isinstance(found, dict) else None
+        else:
+            evidence = partial(_evidence_of, line)
         type_name = item.get("type")
         if type_name in self.types:
-            evidence = item.get("evidence")
             self.add_item(
                 str(type_name),
                 item["fields"],
                 url=item.get("url"),
                 source_ref=item.get("sourceRef"),
-                evidence=evidence if isinstance(evidence, dict) else None,
+                evidence=evidence,
             )
 
     def add_lines(self, lines: Iterable[bytes]) -> None:

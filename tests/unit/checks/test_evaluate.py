@@ -149,3 +149,21 @@ def test_at_most_five_examples_and_a_digest_per_distinct_value() -> None:
     (result,) = evaluator.results()
     assert result["measured"] == 49 and len(result["examples"]) == 5
     assert len(evaluator.types["product"].seen["sku"]) == 1
+
+
+def test_a_line_read_without_its_evidence_gives_the_same_results() -> None:
+    """The fields are read from the line's head; the evidence only for an example, the
+    same as from the whole line, a field named "extractor" included."""
+    why = {"price": [{"text": "call us", "span": [10, 17], "reason": "not a number"}],
+           "extractor": [{"text": 'x,"extractor":"', "span": [1, 2]}]}  # fmt: skip
+    item = {"type": "product", "pageId": "p", "url": "u1", "sourceRef": "ref:u1",
+            "fields": {"extractor": "a", "sku": "A"}, "missing": ["price"],
+            "extractor": "sha256:0", "evidence": why}  # fmt: skip
+    ours = json.dumps(item, separators=(",", ":")).encode() + b"\n"
+    reordered = json.dumps(dict(reversed(list(item.items())))).encode() + b"\n"
+    checks = b"[items.product]\ncoverage = { price = 1.0 }\ndistinct = ['sku']\n"
+    got = [run(checks, [line, line], []) for line in (ours, reordered)]
+    assert got[0] == got[1]
+    (example,) = got[0]["items.product.coverage.price"]["examples"][:1]
+    assert (example["text"], example["span"]) == ("call us", [10, 17])
+    assert got[0]["items.product.distinct.sku"]["measured"] == 1
