@@ -167,3 +167,43 @@ def test_a_line_read_without_its_evidence_gives_the_same_results() -> None:
     (example,) = got[0]["items.product.coverage.price"]["examples"][:1]
     assert (example["text"], example["span"]) == ("call us", [10, 17])
     assert got[0]["items.product.distinct.sku"]["measured"] == 1
+
+
+def test_a_users_own_items_by_class_name_through_itemadapter() -> None:
+    """Any item ItemAdapter accepts: its type is its class name, its fields its own."""
+    import dataclasses
+
+    import scrapy
+
+    @dataclasses.dataclass
+    class Product:
+        name: str | None
+        price: float | None
+        sourceRef: str | None = None
+
+    class Review(scrapy.Item):
+        stars = scrapy.Field()
+        sourceRef = scrapy.Field()
+
+    checks = b"""
+[items.Product]
+coverage = { price = 1.0 }
+[items.Review.values]
+stars = { min = 1, max = 5 }
+"""
+    evaluator = SeedEvaluator(checks_from_bytes(checks), "mine")
+    ref = (
+        "traverse-snapshot:mine%3A%3Ahttp%3A%2F%2Fx%2Fa?url=http%3A%2F%2Fx%2Fa&sha256=0&fetchedAt=t"
+    )
+    evaluator.add(Product("Lamp", 10.0, ref))
+    evaluator.add(Product("Chair", None, ref))
+    evaluator.add(Review(stars=9, sourceRef=ref))
+    evaluator.add({"anything": "else"})  # a type the checks do not name
+    results = {r["check"]: r for r in evaluator.results()}
+    coverage = results["items.Product.coverage.price"]
+    assert (coverage["measured"], coverage["passed"]) == (0.5, False)
+    assert coverage["examples"] == [
+        {"url": "http://x/a", "sourceRef": ref, "field": "price", "value": None}
+    ]
+    stars = results["items.Review.values.stars"]
+    assert stars["examples"][0]["problem"] == "above max 5"
