@@ -131,7 +131,7 @@ def _unknown(table: dict[str, Any], known: tuple[str, ...], key: str) -> None:
     for name in table:
         if name not in known:
             accepted = ", ".join(known)
-            raise ConfigError(SETTING, f"unknown key {key}{name!r} (expected {accepted})")
+            raise ConfigError(SETTING, f"unknown key {key + name!r} (expected {accepted})")
 
 
 def _whole(value: Any, key: str) -> int:
