@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
 from tests.support import product_site
 from tests.support.cli import crawl_args, scrapy
-from tests.support.server import Server
+from tests.support.server import Reply, Server
 from traverse_crawl import open_snapshot_store
 
 CHECKS = """
@@ -207,3 +208,25 @@ def test_a_bad_checks_file_stops_before_any_request(server, tmp_path):
     assert (
         offline.returncode == 2 and "TRAVERSE_CHECKS: items.card.distinct.colour" in offline.stderr
     )
+
+
+def test_item_checks_not_evaluated_when_the_items_file_is_lost(server, tmp_path):
+    items = tmp_path / "items"
+
+    def gone(_request: object) -> Reply:  # the items directory's disk swapped out
+        if items.is_dir():
+            shutil.rmtree(items)
+            items.write_text("a file where the directory was", encoding="utf-8")
+        return Reply(body=product_site.ITEM_2)
+
+    server.site(PAGES)
+    server.routes["/shop/item/2.html"] = gone
+    run = crawl(server, tmp_path)
+    assert run.returncode == 1, run.stderr  # lost: 1 wins over 3
+    doc = json.loads(checks_file(tmp_path).read_text(encoding="utf-8"))
+    for result in doc["results"]:
+        if result["check"].startswith("items."):
+            assert (result["passed"], result["measured"]) == (False, None)
+            assert result["reason"] == "the items file was not written"
+        else:
+            assert result["measured"] is not None
