@@ -49,7 +49,7 @@ class Command(ProjectCommand, ScrapyCommand):
         return "[options] [seed id ...] | --verify <items file> | --fixtures <file>"
 
     def short_desc(self) -> str:
-        return "Extract items again from the stored snapshots, or verify an items file"
+        return "Extract items again from the stored snapshots; verify an items file; run fixtures"
 
     def long_desc(self) -> str:
         return (
