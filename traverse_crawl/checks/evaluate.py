@@ -229,6 +229,9 @@ class SeedEvaluator:
         self.first_pages: list[dict[str, Any]] = []
         self.kind_examples = {kind: _Failures() for kind, _ in checks.max_share}
         self.html_pages: dict[str, list[dict[str, Any]]] = {name: [] for name in self.types}
+        # min_items's examples: the html pages that gave no item of the type, which the
+        # pages can name only when they come after the items (a manifest after its file).
+        self.name_pages_without_items = True
 
     # -- items ---------------------------------------------------------------
 
@@ -314,7 +317,7 @@ class SeedEvaluator:
         failures = self.kind_examples.get(kind)
         if failures is not None:
             failures.add(lambda: _page_example(page, kind))
-        if kind != "ok":
+        if kind != "ok" or not self.name_pages_without_items:
             return
         source_ref = page.get("sourceRef")
         for name, state in self.types.items():

@@ -118,7 +118,6 @@ class ChecksExtension:
         self.pending: set[asyncio.Future[Any]] = set()
         self.traverse = False  # the spider is the traverse spider: seeds have manifests
         self.own_seed = ""
-        self.pages: list[dict[str, Any]] = []  # a plain spider's pages, as outcomes only
         setattr(crawler, _ATTR, {})
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.item_scraped, signal=signals.item_scraped)
@@ -148,9 +147,6 @@ class ChecksExtension:
             page["fetch"] = {"error": {"kind": "http-error", "status": response.status}}
         else:
             page["fetch"] = {"snapshot": {"contentType": "html"}}
-        ref = response.meta.get("traverse_source_ref")
-        if isinstance(ref, str):
-            page["sourceRef"] = ref
         self._evaluator(self.own_seed).add_page(page)
 
     def request_failed(self, request: Request, error: Any) -> None:
@@ -178,6 +174,9 @@ class ChecksExtension:
         evaluator = self.evaluators.get(seed_id)
         if evaluator is None:
             evaluator = self.evaluators[seed_id] = SeedEvaluator(self.checks, seed_id)
+            # A plain spider's pages come before their items are known: none of them can
+            # be named as a page that gave no item.
+            evaluator.name_pages_without_items = self.traverse
         return evaluator
 
     # -- a seed's manifest -------------------------------------------------------
