@@ -81,6 +81,17 @@ ROWS = [
             "TRAVERSE_ITEMS_DIR": f"{RUN_DIR}/items",
         },
     ),
+    # And bench/checks.toml: every kind of check, each seed's evaluated once from its
+    # manifest and items file (docs/checks.md).
+    Row(
+        "capture + extraction + checks",
+        "capture",
+        {
+            "TRAVERSE_EXTRACT": str(REPO / "bench" / "extract.toml"),
+            "TRAVERSE_ITEMS_DIR": f"{RUN_DIR}/items",
+            "TRAVERSE_CHECKS": str(REPO / "bench" / "checks.toml"),
+        },
+    ),
 ]
 
 

@@ -281,7 +281,7 @@ class Bench:
         cmd = self.traverse_cmd(mode, pages, store, manifests, min_delay, concurrency, extra)
         env = dict(os.environ, SCRAPY_SETTINGS_MODULE="traverse_crawl.settings")
         run = self._run(label, (prefix or []) + cmd, cwd or REPO, env, work)
-        found = sorted(manifests.glob("*.json"))
+        found = sorted(p for p in manifests.glob("*.json") if not p.name.endswith(".checks.json"))
         if found:
             manifest = json.loads(found[0].read_text(encoding="utf-8"))
             run.manifest = str(found[0])

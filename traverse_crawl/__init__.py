@@ -14,6 +14,8 @@ from traverse_crawl.version import __version__
 
 if TYPE_CHECKING:
     from traverse_crawl.addon import Addon
+    from traverse_crawl.checks.evaluate import SeedEvaluator
+    from traverse_crawl.checks.rules import Checks, load_checks
     from traverse_crawl.crawl.items import PageItem
     from traverse_crawl.crawl.spider import TraverseSpider
     from traverse_crawl.errors import ErrorKind, FetchError
@@ -30,6 +32,9 @@ if TYPE_CHECKING:
 # Where each public name is defined.
 _MODULES = {
     "Addon": "traverse_crawl.addon",
+    "Checks": "traverse_crawl.checks.rules",
+    "load_checks": "traverse_crawl.checks.rules",
+    "SeedEvaluator": "traverse_crawl.checks.evaluate",
     "TraverseSpider": "traverse_crawl.crawl.spider",
     "PageItem": "traverse_crawl.crawl.items",
     "FetchError": "traverse_crawl.errors",
@@ -48,6 +53,7 @@ _MODULES = {
 
 __all__ = [
     "Addon",
+    "Checks",
     "ErrorKind",
     "ExtractedItem",
     "Extraction",
@@ -55,12 +61,14 @@ __all__ = [
     "FetchError",
     "FilesystemSnapshotStore",
     "PageItem",
+    "SeedEvaluator",
     "Snapshot",
     "SnapshotStore",
     "SourceRef",
     "TraverseSpider",
     "__version__",
     "build_source_ref",
+    "load_checks",
     "open_snapshot_store",
     "parse_source_ref",
 ]

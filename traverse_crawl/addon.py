@@ -208,6 +208,13 @@ METRICS: dict[str, dict[str, int | None]] = {
 }
 
 
+# What TRAVERSE_CHECKS adds: each seed's data-quality checks. Only then, so a crawl
+# without it imports nothing of traverse_crawl/checks/.
+CHECKS: dict[str, dict[str, int | None]] = {
+    "EXTENSIONS": {"traverse_crawl.checks.extension.ChecksExtension": 515},
+}
+
+
 class Addon:
     """The Scrapy add-on of traverse_crawl (docs/getting-started.md)."""
 
@@ -247,6 +254,8 @@ class Addon:
         if config.metrics_port:
             require_extra("TRAVERSE_METRICS_PORT", "metrics")
             tables += METRICS.items()
+        if config.checks is not None:
+            tables += CHECKS.items()
         if config.process_tuning:
             tables.append(("EXTENSIONS", PROCESS_TUNING_EXTENSIONS))
         for name, table in tables:

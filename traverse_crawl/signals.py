@@ -6,9 +6,12 @@
 frontier page reached the spider (``snapshot`` None: it has none, e.g. a 404).
 ``manifest_written(seed_id, path)``: a seed's manifest is on disk at ``path`` (a fallback
 file's path when the manifest directory could not take it).
+``request_failed(request, error)``: a request of any spider failed for good, with its
+typed ``FetchError``.
 """
 
 seed_started = object()
 seed_finished = object()
 page_captured = object()
 manifest_written = object()
+request_failed = object()

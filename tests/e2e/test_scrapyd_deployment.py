@@ -303,6 +303,8 @@ def test_a_job_that_could_not_write_its_manifest_dies_with_exit_status_1(
             manifests.write_text("a file where the directory was", encoding="utf-8")
         return Reply(body="<p>leaf</p>")
 
+    # A check that fails too: 1 (something lost) wins over 3.
+    (tmp_path / "checks.toml").write_text("[crawl]\nmin_pages = 1000\n", encoding="utf-8")
     with serving() as server:
         site(server)
         server.routes["/c.html"] = gone
@@ -313,12 +315,36 @@ def test_a_job_that_could_not_write_its_manifest_dies_with_exit_status_1(
                 "TRAVERSE_EGRESS_ALLOW": server.origin,
                 "TRAVERSE_MANIFEST_DIR": str(manifests),
                 "TRAVERSE_STORE": str(tmp_path / "store"),
+                "TRAVERSE_CHECKS": str(tmp_path / "checks.toml"),
             },
         )
         scrapyd.wait(jobid)
     log = scrapyd.job_log(jobid)
     assert "could not write manifest" in log, log
+    assert "check crawl.min_pages of seed" in log, log
     assert re.search(rf"Process died: exitstatus=1 .*job='{jobid}'", scrapyd.output(10_000))
+
+
+@pytest.mark.scrapyd
+def test_a_job_whose_check_failed_dies_with_exit_status_3(scrapyd: Scrapyd, tmp_path: Path) -> None:
+    (tmp_path / "checks.toml").write_text("[crawl]\nmin_pages = 1000\n", encoding="utf-8")
+    with serving() as server:
+        site(server)
+        jobid = scrapyd.schedule(
+            "traverse",
+            args={"url": server.url("/index.html")},
+            settings={
+                "TRAVERSE_EGRESS_ALLOW": server.origin,
+                "TRAVERSE_MANIFEST_DIR": str(tmp_path / "manifests"),
+                "TRAVERSE_STORE": str(tmp_path / "store"),
+                "TRAVERSE_CHECKS": str(tmp_path / "checks.toml"),
+            },
+        )
+        scrapyd.wait(jobid)
+    log = scrapyd.job_log(jobid)
+    assert "check crawl.min_pages of seed" in log and "exit status 3" in log, log
+    assert len(list((tmp_path / "manifests").glob("*.checks.json"))) == 1
+    assert re.search(rf"Process died: exitstatus=3 .*job='{jobid}'", scrapyd.output(10_000))
 
 
 @pytest.mark.scrapyd

@@ -60,9 +60,10 @@ def test_the_wheel_holds_every_module_py_typed_and_the_demo_site(tmp_path):
         path.relative_to(REPO).as_posix()
         for path in PACKAGE.rglob("*")
         if path.is_file() and "__pycache__" not in path.parts
-        and (path.suffix == ".py" or path.name == "py.typed" or "site" in path.parts)
+        and (path.suffix in (".py", ".toml") or path.name == "py.typed" or "site" in path.parts)
     }  # fmt: skip
     assert "traverse_crawl/py.typed" in expected
+    assert "traverse_crawl/demo/checks.toml" in expected  # the demo's extraction and checks
     assert "traverse_crawl/demo/site/guide/lamps.html" in expected
     assert sorted(expected - names) == []
     assert {re.split(r"[ ;<>=!~\[]", name)[0].lower() for name in requires} >= {

@@ -28,7 +28,7 @@ SCRAPY_STACK = ("scrapy", "twisted", "playwright", "scrapy_playwright")
 ADAPTERS = frozenset({PACKAGE}) | frozenset(
     f"{PACKAGE}.{name}"
     for name in """
-    addon settings commands
+    addon settings commands checks.extension commands.checks
     commands.common commands.crawl commands.crawlstatus commands.diff commands.report
     commands.settings commands.snapshot commands.snapshots commands.warc commands.extract
     extraction.spider_extraction

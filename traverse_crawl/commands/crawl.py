@@ -28,9 +28,8 @@ from traverse_crawl.config.scrapy_settings import parse_log_level
 from traverse_crawl.config.settings import LogFormat, TraverseConfig, parse_choice
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.operations import json_log
-from traverse_crawl.operations.exit_status import command_checks, lost_count
+from traverse_crawl.operations.exit_status import command_checks, crawl_status
 from traverse_crawl.rendering.addon import check_render
-from traverse_crawl.stats import START_REFUSED
 from traverse_crawl.storage.bucket import BucketLocation
 from traverse_crawl.storage.location import is_bucket_url, open_location
 from traverse_crawl.utils.redact import redact_text
@@ -72,6 +71,7 @@ Exit status:
      written for good (counted in the stats as traverse/lost)
   2  an invalid command line or setting, or a service (Redis, the metrics
      port) that cannot be reached at start; nothing was requested
+  3  a data-quality check (TRAVERSE_CHECKS) failed and nothing was lost
 """
 
 
@@ -136,12 +136,11 @@ class Command(ScrapyCrawlCommand):
             stats = crawler.stats  # unset when the crawl never started
         except RuntimeError:
             stats = None
-        if stats is not None and stats.get_value(START_REFUSED):
-            self.exitcode = 2  # an output it could not write at start: nothing was requested
-        elif self.crawler_process.bootstrap_failed or (
-            stats is not None and lost_count(stats.get_stats())
-        ):
-            self.exitcode = 1  # results that could not be written are not a success
+        # 2: an output it could not write at start (nothing was requested); 1: results
+        # that could not be written are not a success; 3: the data is there, and it is
+        # not what the checks want.
+        final = stats.get_stats() if stats is not None else {}
+        self.exitcode = crawl_status(final, self.crawler_process.bootstrap_failed)
 
     def _refuse(self, settings: BaseSettings, exc: ConfigError) -> None:
         """One line naming the setting, exit status 2."""

@@ -7,6 +7,9 @@ each seed in ``TRAVERSE_MANIFEST_DIR`` (all, or those named) and the snapshots t
 name in ``TRAVERSE_STORE``, and writes each seed's items file in ``TRAVERSE_ITEMS_DIR``
 again; it opens no connection. ``scrapy extract --verify ITEMS.jsonl`` checks every
 item's evidence against its snapshot: one line per mismatch and exit status 1, else 0.
+``scrapy extract --fixtures FIXTURES.jsonl`` extracts each fixture's snapshot again with
+the current rules and reports each field equal, changed or missing (docs/extraction.md,
+"Fixtures"): exit status 1 when any differs or is not found, else 0.
 A bad setting, an unknown seed or an unreadable input: one ``error:`` line, exit 2.
 """
 
@@ -43,17 +46,19 @@ POOL_PAGES = 200  # pages per extraction process beside the first, up to 4 proce
 
 class Command(ProjectCommand, ScrapyCommand):
     def syntax(self) -> str:
-        return "[options] [seed id ...] | --verify <items file>"
+        return "[options] [seed id ...] | --verify <items file> | --fixtures <file>"
 
     def short_desc(self) -> str:
-        return "Extract items again from the stored snapshots, or verify an items file"
+        return "Extract items again from the stored snapshots; verify an items file; run fixtures"
 
     def long_desc(self) -> str:
         return (
             "Apply TRAVERSE_EXTRACT to the snapshots named by the latest manifest of each "
             "seed (all, or those given) and write the items files again, with no network. "
             "--verify FILE re-reads each item's snapshot by its sourceRef and checks every "
-            "evidence entry: exit 1 and one line per mismatch, else 0."
+            "evidence entry: exit 1 and one line per mismatch, else 0. --fixtures FILE "
+            "extracts each fixture's snapshot again with the current rules: each field "
+            "equal, changed or missing; exit 1 when any differs or is not found, else 0."
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
@@ -61,14 +66,21 @@ class Command(ProjectCommand, ScrapyCommand):
         parser.add_argument(
             "--verify", metavar="FILE", help="check an items file against its snapshots"
         )
+        parser.add_argument(
+            "--fixtures", metavar="FILE", help="compare items of a trusted run with the rules"
+        )
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
         if opts.verify and args:
             raise UsageError("--verify takes one items file and no seed id")
+        if opts.fixtures and (args or opts.verify):
+            raise UsageError("--fixtures takes one fixtures file, no seed id and no --verify")
         try:
             config = TraverseConfig.from_settings(self.settings)
-            if opts.verify:
+            if opts.fixtures:
+                self.exitcode = fixtures(opts.fixtures, config, self.settings)
+            elif opts.verify:
                 self.exitcode = verify(opts.verify, config, self.settings)
             else:
                 self.exitcode = extract(args, config, self.settings)
@@ -164,6 +176,41 @@ def _extract_all(
             # A page's snapshot is not in the store, or not the capture: its items are lost.
             status = 1
     return status
+
+
+def fixtures(path: str, config: TraverseConfig, settings: Any = None) -> int:
+    from traverse_crawl.extraction.extractor import Extractor
+    from traverse_crawl.extraction.fixtures import FixtureRunner
+
+    if config.extract is None:
+        raise ConfigError(
+            "TRAVERSE_EXTRACT", "not set: --fixtures extracts with the current rules; name them"
+        )
+    try:
+        handle = open(path, "rb")  # closed below, after the last line
+    except OSError as exc:
+        raise ConfigError("--fixtures", f"cannot read {path}: {exc.strerror or exc}") from None
+    _warnings_to_stderr()
+    extractor = Extractor(
+        config.extract,
+        config.max_items_per_page,
+        config.extract_timeout,
+        config.max_item_bytes_per_page,
+    )
+    runner = FixtureRunner(open_snapshot_store(config.store, settings), extractor)
+    try:
+        with handle:
+            for line in runner.run(iter(handle)):
+                write_text(sys.stdout, redact_text(f"{path}: {line}") + "\n")
+    except OSError as exc:
+        raise ConfigError("--fixtures", f"cannot read {path}: {exc.strerror or exc}") from None
+    tally = runner.tally
+    summary = (
+        f"{tally.fixtures} fixture(s): {tally.equal} field(s) equal, {tally.changed} changed, "
+        f"{tally.missing} missing, {tally.not_found} fixture(s) not found"
+    )
+    write_text(sys.stderr if tally.differs else sys.stdout, summary + "\n")
+    return 1 if tally.differs else 0
 
 
 def verify(path: str, config: TraverseConfig, settings: Any = None) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import os
 import sys
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from traverse_crawl.crawl.links import discover_links
 from traverse_crawl.fetch import urls
 from traverse_crawl.fetch.exceptions import CommandFailed
 from traverse_crawl.manifests.read import (
+    CHECKS_SUFFIX,
     ManifestError,
     load_all,
     read_bytes,
@@ -100,6 +102,7 @@ class Command(ProjectCommand, ScrapyCommand):
             seed.notes.extend(notes)
             seed.skipped = read_skipped(manifest.path, shown, self.settings)
             seed.items = read_items(manifest.path, manifest.data, items_dir, shown)
+            seed.checks = read_checks(manifest.path, shown, self.settings)
             seeds.append(seed)
         against = [shown(path) for path in opts.against] if opts.against else opts.against
         # The page's renderer only here: Scrapy imports every command module at the
@@ -138,6 +141,20 @@ def read_skipped(
     except OSError as exc:
         write_text(sys.stderr, f"warning: cannot read {shown(path)}: {exc.strerror or exc}\n")
         return None
+
+
+def read_checks(
+    manifest_path: str, shown: Callable[[str], str], settings: Any = None
+) -> tuple[dict[str, Any], str] | None:
+    """The seed's checks file beside its manifest (``TRAVERSE_CHECKS``), if it has one."""
+    path = manifest_path.removesuffix(".json") + CHECKS_SUFFIX
+    try:
+        data = read_bytes(path, settings)
+        doc = None if data is None else json.loads(data)
+    except (OSError, ValueError) as exc:
+        write_text(sys.stderr, f"warning: cannot read {shown(path)}: {exc}\n")
+        return None
+    return (doc, shown(path)) if isinstance(doc, dict) else None
 
 
 def items_directory(settings: Any) -> str:

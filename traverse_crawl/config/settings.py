@@ -36,6 +36,7 @@ from traverse_crawl.fetch import urls
 from traverse_crawl.politeness.robots import Matcher, Policy
 
 if TYPE_CHECKING:
+    from traverse_crawl.checks.rules import Checks
     from traverse_crawl.extraction.rules import Rules
 
 Mode = Literal["live", "capture", "replay"]
@@ -263,6 +264,20 @@ def parse_extract(name: str, value: Any) -> Rules | None:
     return load_rules(path) if path else None
 
 
+def parse_checks(name: str, value: Any) -> Checks | None:
+    """The checks file's path, read and checked now (``checks/rules.py``); "" for none.
+    Its types and fields are checked against ``TRAVERSE_EXTRACT`` in ``from_settings``."""
+    if isinstance(value, str) and not value.strip():
+        return None
+    from traverse_crawl.checks.rules import Checks, load_checks
+
+    if isinstance(value, Checks):
+        return value
+    if not isinstance(value, str):
+        raise ConfigError(name, f"expected the path of a TOML or JSON file, got {value!r}")
+    return load_checks(value.strip())
+
+
 def parse_positive(name: str, value: Any) -> int:
     return parse_integer(name, value, 1)
 
@@ -394,6 +409,8 @@ FIELDS: dict[str, Field] = {
     # A crawl extracts in a process of its own (extraction/process_main.py); False: in
     # a thread of the crawl.
     "extract_process": Field("TRAVERSE_EXTRACT_PROCESS", True, parse_bool),
+    # Data-quality checks of each seed (docs/checks.md): thresholds, with evidence.
+    "checks": Field("TRAVERSE_CHECKS", "", parse_checks),
 }
 DEFAULTS: dict[str, Any] = {field.setting: field.default for field in FIELDS.values()}
 DEFAULTS.update(REDIS_DEFAULTS)  # a distributed crawl's (config/distributed.py)
@@ -460,6 +477,7 @@ class TraverseConfig:
     max_item_bytes_per_page: int
     extract_timeout: float
     extract_process: bool
+    checks: Checks | None
     redis: RedisConfig  # REDIS_URL and the distributed crawl's settings
 
     @classmethod
@@ -470,6 +488,10 @@ class TraverseConfig:
             value = settings.get(name)
             values[attr] = parse(name, default if value is None else value)
         check_scrapy_settings(settings)  # Scrapy's own settings a crawl relies on
+        if values["checks"] is not None and values["extract"] is not None:
+            from traverse_crawl.checks.rules import check_against
+
+            check_against(values["checks"], values["extract"])
         redis = RedisConfig.from_settings(settings)
         return cls(**values, redis=redis)
 

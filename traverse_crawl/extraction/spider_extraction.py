@@ -96,6 +96,8 @@ class SpiderExtraction:
         self.spool = Spool(spool_directory(self.directory))
         self.kept: dict[bytes, tuple[int, int] | bytes] = {}
         self.pending: set[asyncio.Future[dict[str, int]]] = set()  # items files being written
+        # Each seed's items file handed over: True once written (``TRAVERSE_CHECKS`` waits).
+        self.written: dict[str, asyncio.Future[bool]] = {}
         crawler.signals.connect(self.on_manifest_written, signal=manifest_written)
         crawler.signals.connect(self.on_spider_closed, signal=signals.spider_closed)
         # After spider_closed, whose handlers write the manifests of seeds left open.
@@ -231,6 +233,7 @@ class SpiderExtraction:
         done: asyncio.Future[bool] = loop.create_future()
         future.add_done_callback(partial(self._written, seed_id, shown, done))
         self.pending.add(future)
+        self.written[seed_id] = done
         return done
 
     def _write(self, path: str, target: str) -> dict[str, int]:

@@ -35,6 +35,7 @@ from traverse_crawl.crawl.stop import CrawlStopped
 from traverse_crawl.errors import FetchError
 from traverse_crawl.fetch.exceptions import PageFailed, fetch_error_of
 from traverse_crawl.meta_keys import UNHANDLED
+from traverse_crawl.signals import request_failed
 
 ERROR = "error"  # the attribute of the exception that holds its FetchError
 
@@ -44,6 +45,7 @@ logger = logging.getLogger(__name__)
 class TypedFailureMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         config = get_config(crawler)
+        self.crawler = crawler
         self.timeout = config.download_timeout
         self.maxsize = config.download_maxsize
 
@@ -59,6 +61,8 @@ class TypedFailureMiddleware:
                 setattr(exception, ERROR, error)
             except AttributeError:  # an exception class with __slots__: left untyped
                 pass
+        if isinstance(error, FetchError):  # a failed page of any spider (TRAVERSE_CHECKS)
+            self.crawler.signals.send_catch_log(request_failed, request=request, error=error)
         if (
             isinstance(error, FetchError)
             and request.meta.get(UNHANDLED)

@@ -18,6 +18,13 @@ from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.snapshots.store import SnapshotStore
 from traverse_crawl.storage.location import Location, is_bucket_url, open_location
 
+# Beside each manifest, its checks' results (``TRAVERSE_CHECKS``): not a manifest.
+CHECKS_SUFFIX = ".checks.json"
+
+
+def is_manifest_name(name: str) -> bool:
+    return name.endswith(".json") and not name.endswith(CHECKS_SUFFIX)
+
 
 def skipped_path(manifest: str) -> str:
     """``<name>.skipped.jsonl`` beside the manifest ``<name>.json`` (``TRAVERSE_SKIPPED``)."""
@@ -67,7 +74,7 @@ def _files(argument: str, settings: Any) -> list[str]:
         return _objects(argument, settings)
     if os.path.isdir(argument):
         try:
-            names = sorted(n for n in os.listdir(argument) if n.endswith(".json"))
+            names = sorted(n for n in os.listdir(argument) if is_manifest_name(n))
         except OSError as exc:
             raise ManifestError(argument, f"cannot list: {exc.strerror or exc}") from None
         if not names:
@@ -82,7 +89,7 @@ def _objects(argument: str, settings: Any) -> list[str]:
         return [argument]
     location = _location(argument, settings)
     try:
-        names = [name for name in location.names() if name.endswith(".json")]
+        names = [name for name in location.names() if is_manifest_name(name)]
     except OSError as exc:
         raise ManifestError(argument, f"cannot list: {exc}") from None
     if not names:

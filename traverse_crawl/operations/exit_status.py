@@ -1,10 +1,11 @@
-"""Exit statuses 1 and 2 for any spider of a project with the add-on.
+"""Exit statuses 1, 2 and 3 for any spider of a project with the add-on.
 
 1: what a crawl could not keep for good (a manifest, a JOBDIR or Redis commit, a
 snapshot) is counted in ``traverse/lost``; a feed (an items file) Scrapy could not store,
 in Scrapy's ``feedexport/failed_count/*``. 2: a bad setting, found by the add-on before
-the crawler process exists (``check_at_command_line``). The table of exit statuses is in
-docs/operations.md ("Exit status").
+the crawler process exists (``check_at_command_line``). 3: a data-quality check failed
+(``checks/failed``, docs/checks.md) and nothing was lost. The table of exit statuses is
+in docs/operations.md ("Exit status").
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from scrapy.utils.log import configure_logging
 from traverse_crawl.config.settings import TraverseConfig
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.operations import json_log
-from traverse_crawl.stats import LOST
+from traverse_crawl.stats import LOST, START_REFUSED
 from traverse_crawl.utils.redact import redact_text
 
 logger = logging.getLogger(__name__)
@@ -35,12 +36,45 @@ FEED_FAILED = "feedexport/failed_count/"
 OK = 0
 LOST_STATUS = 1
 USAGE = 2  # Scrapy's own status for an invalid command line (scrapy/cmdline.py)
+CHECK_FAILED = 3
+CHECKS_FAILED_STAT = "checks/failed"  # counted by checks/extension.py
 
 
 def lost_count(stats: Mapping[str, Any]) -> int:
     """How many results the crawl could not keep: its own and the feeds'."""
     feeds = sum(v for k, v in stats.items() if k.startswith(FEED_FAILED) and isinstance(v, int))
     return int(stats.get(LOST) or 0) + feeds
+
+
+def checks_failed(stats: Mapping[str, Any]) -> bool:
+    """Whether a data-quality check of the crawl failed (``TRAVERSE_CHECKS``)."""
+    return bool(stats.get(CHECKS_FAILED_STAT))
+
+
+def crawl_status(stats: Mapping[str, Any], process_failed: bool = False) -> int:
+    """The exit status of a crawl that ran, by its final stats: 2 when it refused to
+    start (an output it could not write), else 1 when something was lost (or the
+    process failed), else 3 when a check failed, else 0 (docs/operations.md)."""
+    if stats.get(START_REFUSED):
+        return USAGE
+    if process_failed or lost_count(stats):
+        return LOST_STATUS
+    if checks_failed(stats):
+        return CHECK_FAILED
+    return OK
+
+
+def running_command() -> Any:
+    """The command object ``scrapy.cmdline.execute`` runs (None outside the command
+    line): its ``exitcode`` is what the process exits with."""
+    execute = getattr(sys.modules.get("scrapy.cmdline"), "execute", None)
+    code = getattr(execute, "__code__", None)
+    frame = inspect.currentframe()
+    while code is not None and frame is not None:
+        if frame.f_code is code:
+            return frame.f_locals.get("cmd")
+        frame = frame.f_back
+    return None
 
 
 def running_process() -> Any:
@@ -75,6 +109,14 @@ class LostResultsExitStatus:
     def engine_stopped(self) -> None:
         stats = self.crawler.stats.get_stats() if self.crawler.stats is not None else {}
         lost = lost_count(stats)
+        if not lost and checks_failed(stats):
+            logger.error("%d check(s) failed: exit status 3", stats[CHECKS_FAILED_STAT])
+            # Scrapy's crawl command sets 1 for a failed process and leaves any other
+            # status as it finds it: the process exits with this one.
+            command = running_command()
+            if command is not None and not getattr(command, "exitcode", 0):
+                command.exitcode = CHECK_FAILED
+            return
         if not lost:
             return
         logger.error("%d result(s) could not be written for good: exit status 1", lost)

@@ -282,6 +282,10 @@ class CrawlCollector(Collector):
         for result, key in (("written", "written"), ("failed", "error"), ("fallback", "fallback")):
             manifests.add_metric([result], stats.get(f"manifest/{key}", 0))
         yield manifests
+        if get_config(ext.crawler).checks is not None:
+            from traverse_crawl.checks.extension import failed_gauge
+
+            yield failed_gauge(ext.crawler)
 
 
 def cumulative(bounds: tuple[float, ...], counts: list[int]) -> list[tuple[str, int]]:

@@ -100,6 +100,25 @@ class StatsFileExtension:
                 for _, frontier in sorted(self.frontiers.items())
             ],
             "items": [redact_text(str(uri)) for uri in feeds],
+            **self._checks(),
+        }
+
+    def _checks(self) -> dict[str, Any]:
+        """With ``TRAVERSE_CHECKS``: each seed's checks, its failing ones by name."""
+        if get_config(self.crawler).checks is None:
+            return {}
+        from traverse_crawl.checks.extension import results
+
+        return {
+            "checks": [
+                {
+                    "seed": redact_text(seed_id),
+                    "passed": doc["passed"],
+                    "failed": [r["check"] for r in doc["results"] if not r["passed"]],
+                    "results": len(doc["results"]),
+                }
+                for seed_id, doc in sorted(results(self.crawler).items())
+            ]
         }
 
     def _items(self, frontier: Frontier) -> str | None:

@@ -9,6 +9,7 @@ crawl (URLs, seed ids, warnings, error messages) goes through ``esc``.
 from __future__ import annotations
 
 from traverse_crawl.reports import svg as reportsvg
+from traverse_crawl.reports.checks_section import checks_section
 from traverse_crawl.reports.diff import KINDS, Change, counts
 from traverse_crawl.reports.model import OTHER, ItemsSummary, SeedReport, Skipped
 from traverse_crawl.reports.svg import esc
@@ -113,6 +114,8 @@ def seed_section(index: int, seed: SeedReport) -> str:
         parts.append(skipped_section(seed.skipped))
     if seed.items is not None:
         parts.append(items_section(seed.items))
+    if seed.checks is not None:
+        parts.append(checks_section(*seed.checks))
     if seed.changes is not None:
         parts.append(changes_section(seed.changes))
     parts.append("</section>")

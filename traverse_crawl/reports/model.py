@@ -87,6 +87,7 @@ class SeedReport:
     notes: list[str] = field(default_factory=list)
     skipped: Skipped | None = None
     items: ItemsSummary | None = None
+    checks: tuple[dict[str, Any], str] | None = None  # the .checks.json, and its file
 
     @property
     def pages(self) -> int:

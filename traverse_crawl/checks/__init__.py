@@ -1,0 +1,1 @@
+"""Data-quality checks with evidence (docs/checks.md)."""
