@@ -42,7 +42,6 @@ from traverse_crawl.signals import manifest_written, request_failed
 from traverse_crawl.snapshots.source_ref import parse_source_ref
 from traverse_crawl.snapshots.store import shown_name
 from traverse_crawl.stats import inc, inc_lost
-from traverse_crawl.utils.redact import redact_text
 
 logger = logging.getLogger(__name__)
 
@@ -65,21 +64,6 @@ def failed_checks(crawler: Any) -> list[tuple[str, str]]:
         for result in doc["results"]
         if not result["passed"]
     ]
-
-
-def failed_gauge(crawler: Any) -> Any:
-    """``traverse_checks_failed{seed,check}``: 1 for each failing check (the metrics
-    endpoint's, operations/metrics.py)."""
-    from prometheus_client.metrics_core import GaugeMetricFamily
-
-    gauge = GaugeMetricFamily(
-        "traverse_checks_failed",
-        "1 for each data-quality check that failed (TRAVERSE_CHECKS), by seed and check.",
-        labels=["seed", "check"],
-    )
-    for seed_id, check in failed_checks(crawler):
-        gauge.add_metric([redact_text(seed_id), check], 1)
-    return gauge
 
 
 def seed_of_ref(source_ref: Any) -> str | None:

@@ -283,9 +283,21 @@ class CrawlCollector(Collector):
             manifests.add_metric([result], stats.get(f"manifest/{key}", 0))
         yield manifests
         if get_config(ext.crawler).checks is not None:
-            from traverse_crawl.checks.extension import failed_gauge
+            yield checks_gauge(ext.crawler)
 
-            yield failed_gauge(ext.crawler)
+
+def checks_gauge(crawler: Crawler) -> GaugeMetricFamily:
+    """``traverse_checks_failed{seed,check}``: 1 for each failing check so far."""
+    from traverse_crawl.checks.extension import failed_checks
+
+    gauge = GaugeMetricFamily(
+        "traverse_checks_failed",
+        "1 for each data-quality check that failed (TRAVERSE_CHECKS), by seed and check.",
+        labels=["seed", "check"],
+    )
+    for seed_id, check in failed_checks(crawler):
+        gauge.add_metric([redact_text(seed_id), check], 1)
+    return gauge
 
 
 def cumulative(bounds: tuple[float, ...], counts: list[int]) -> list[tuple[str, int]]:

@@ -6,7 +6,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.registry import Collector
 from scrapy.utils.test import get_crawler
 
-from traverse_crawl.checks.extension import ChecksExtension, failed_gauge, results
+from traverse_crawl.checks.extension import ChecksExtension, results
+from traverse_crawl.operations.metrics import checks_gauge
 
 
 def test_each_failing_check_is_a_gauge_of_one(tmp_path):
@@ -23,7 +24,7 @@ def test_each_failing_check_is_a_gauge_of_one(tmp_path):
 
     class Gauge(Collector):
         def collect(self):
-            yield failed_gauge(crawler)
+            yield checks_gauge(crawler)
 
     registry = CollectorRegistry()
     registry.register(Gauge())
