@@ -23,6 +23,12 @@ class SharedPoliteness(Protocol):
     def hold_off(self, origin: str, seconds: float) -> None:
         """No worker sends to ``origin`` for ``seconds`` (a retry's backoff)."""
 
+    def push_back(self, origin: str, retry_after: float | None) -> None:
+        """A 429, a 503 or a block page: the origin's back-off rises for every worker."""
+
+    def answered(self, origin: str, pace: float, success: bool) -> None:
+        """Another response: the origin's pace, and a success halves its back-off."""
+
     async def load_robots(
         self, origin: str, fetch: Callable[[], Awaitable[RobotsFetch]]
     ) -> tuple[RobotsFetch, bool]:
