@@ -28,7 +28,7 @@ CHALLENGE_PATTERNS: tuple[str, ...] = (
     r"<title>Attention Required! \| Cloudflare</title>",
     # Akamai's "Access Denied" page with its reference number.
     r"(?i:<title>\s*Access Denied\s*</title>)[\s\S]{0,4096}?"
-    r"Reference\s*(?:&#32;)?(?:#|&#35;)\s*\d+\.[0-9a-f]+\.\d+\.[0-9a-f]+",
+    r"Reference(?:\s|&#32;)*(?:#|&#35;)\s*\d+(?:\.|&#46;)[0-9a-f]+(?:\.|&#46;)\d+",
     # DataDome's captcha or interstitial, served from captcha-delivery.com.
     r"//geo\.captcha-delivery\.com/(?:captcha|interstitial)/",
     # PerimeterX / HUMAN's "Press & Hold" block page.
