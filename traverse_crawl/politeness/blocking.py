@@ -54,6 +54,11 @@ class Pushback:
         pace = self.paces.get(origin)
         return 0.0 if pace is None else pace.extra
 
+    def slowed(self, origin: str) -> float:
+        """The origin's back-off or pace (seconds), 0 while it does not push back."""
+        pace = self.paces.get(origin)
+        return 0.0 if pace is None else max(pace.extra, pace.pace)
+
     def slowest(self, count: int) -> list[tuple[str, float]]:
         """The ``count`` origins with the longest back-off or pace, longest first."""
         delays = [(o, max(p.extra, p.pace)) for o, p in self.paces.items() if p.extra or p.pace]
