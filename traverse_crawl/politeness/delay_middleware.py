@@ -45,6 +45,7 @@ class PolitenessMiddleware:
         self.per_domain = crawler.settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN") or 8
         self.shared = shared_politeness(crawler)
         self.pushback = pushback(crawler)
+        self.blocks = bool(self.pushback.patterns)  # TRAVERSE_BLOCK_PATTERNS: judge responses
         self.slowed: set[str] = set()  # origins whose first back-off was logged
         crawler.signals.connect(self.response_downloaded, signal=signals.response_downloaded)
 
@@ -100,12 +101,12 @@ class PolitenessMiddleware:
         meta = request.meta
         if meta.get(ROBOTS):
             return
-        blocked = self.pushback.judge(request, response) is not None
-        slot = self.crawler.engine.downloader.slots.get(meta.get("download_slot", ""))
+        blocked = self.blocks and self.pushback.judge(request, response) is not None
+        origin = meta.get("download_slot", "")  # the origin (process_request set it)
+        slot = self.crawler.engine.downloader.slots.get(origin)
         if not isinstance(slot, DelaySlot) or slot.pace is None:
             return
-        pace, origin = slot.pace, urls.origin(request.url)
-        took = monotonic() - slot.lastseen
+        pace, took = slot.pace, monotonic() - slot.lastseen
         status = response.status
         if blocked or is_push_back(status):
             header = response.headers.get(b"Retry-After") if not blocked else None
@@ -122,7 +123,8 @@ class PolitenessMiddleware:
             if self.shared is not None:
                 self.shared.push_back(origin, retry_after)
             return
-        self.pushback.runs.page_answered(origin)
+        if self.pushback.runs.runs:
+            self.pushback.runs.page_answered(origin)
         had = pace.extra
         if is_success(status):
             pace.answered(took)

@@ -54,6 +54,7 @@ class RetryMiddleware:
         self.random = random.Random().random
         self.shared = shared_politeness(crawler)
         self.pushback = pushback(crawler)
+        self.blocks = bool(self.pushback.patterns)  # TRAVERSE_BLOCK_PATTERNS
         self.network_errors = tuple(
             load_object(x) if isinstance(x, str) else x
             for x in crawler.settings.getlist("RETRY_EXCEPTIONS")
@@ -64,7 +65,7 @@ class RetryMiddleware:
         return cls(crawler)
 
     def process_response(self, request: Request, response: Response) -> Request | Response:
-        blocked = request.meta.get(BLOCKED) if self.pushback.patterns else None
+        blocked = request.meta.get(BLOCKED) if self.blocks else None
         if blocked is not None:
             return self._blocked(request, response, blocked)
         if request.meta.get("dont_retry") or not is_retryable_status(response.status):
