@@ -7,6 +7,7 @@ Two ``scrapy crawl`` workers share a real redis-server; the server's request log
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from pathlib import Path
 
@@ -67,3 +68,38 @@ def test_two_workers_keep_one_shared_back_off_per_origin(
     for i in range(2):
         log = (tmp_path / f"worker{i}.log").read_text(encoding="utf-8")
         assert int(re.findall(r"'ledger/acquired': (\d+)", log)[-1]) > 0, log[-2000:]
+
+
+def test_two_workers_give_an_origin_up_after_its_block_pages_in_a_row(
+    redis_server: RedisServer,  # noqa: F811
+    server: Server,
+    tmp_path: Path,
+) -> None:
+    blocked = [f"/b{n}" for n in range(1, 9)]
+    links = "".join(f'<a href="{p}">{p}</a>' for p in blocked)
+    server.site({"/": f"<html><body>{links}</body></html>"})
+    server.site({p: f"<p>MARK-CHALLENGE {p}</p>" for p in blocked})
+    server.routes["/robots.txt"] = Reply(
+        body="User-agent: *\nAllow: /\n", content_type="text/plain"
+    )
+    procs = workers(
+        redis_server.url, [server], tmp_path,
+        "-s", "RETRY_TIMES=0", "-s", "TRAVERSE_MAX_DELAY=1",
+        "-s", 'TRAVERSE_BLOCK_PATTERNS=["MARK-CHALLENGE"]', "-s", "TRAVERSE_BLOCK_STOP_AFTER=3",
+        "-s", "CONCURRENT_REQUESTS=1", n=2,
+    )  # fmt: skip
+    finish(procs, tmp_path)
+    # Three block pages in a row, whichever workers got them, then no request at all.
+    sent = [h.path for h in pages(server)]
+    assert sent[0] == "/" and len(sent) == 4, sent
+    # Both workers sent some of them: the run they counted was the crawl's.
+    for i in range(2):
+        log = (tmp_path / f"worker{i}.log").read_text(encoding="utf-8")
+        assert int(re.findall(r"'ledger/acquired': (\d+)", log)[-1]) > 0, log[-2000:]
+    manifest = json.loads(next((tmp_path / "manifests").glob("*.json")).read_text())
+    errors = [p["fetch"]["error"] for p in manifest["pages"][1:]]
+    assert [e["kind"] for e in errors] == ["blocked"] * 8
+    assert sum("not requested" in e["message"] for e in errors) == 5
+    # Each worker that had pages of the seed there says so once (docs: "Sites that push back").
+    said = [w for w in manifest["warnings"] if "gave up after 3 blocked pages" in w]
+    assert 1 <= len(said) <= 2, said

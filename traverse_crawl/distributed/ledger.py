@@ -39,7 +39,9 @@ Call = Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]]
 #   the failed attempt it follows: the retry waits its backoff instead of the delay
 #   after that attempt, but the delay after any later request;
 # - ``bo`` and ``pace``: the origin's back-off and TRAVERSE_DELAY_FACTOR's pace, one value
-#   for every worker (politeness/backoff.py has the rules these scripts follow).
+#   for every worker (politeness/backoff.py has the rules these scripts follow);
+# - ``run`` and ``gone``: the origin's block pages in a row, whichever workers got them, and
+#   the run that gave the origin up (TRAVERSE_BLOCK_STOP_AFTER).
 # Times are Redis's ``TIME`` in microseconds: workers on different machines disagree
 # about the time, but they all talk to one Redis; a worker only ever turns a duration
 # that Redis gave it into a local sleep.
@@ -50,15 +52,18 @@ local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
 # KEYS[1] ledger; ARGV token, delay (µs), lease (µs), retry ("1": the attempt
 # waits its backoff, not the delay), cap (µs, TRAVERSE_MAX_DELAY). Returns {granted,
-# wait µs, expired, delay µs, back-off µs}: granted 1: the caller may send now (and
-# holds the origin while the delay is > 0); granted 0: ask again after ``wait``.
+# wait µs, expired, delay µs, back-off µs, block pages in a row, given up at}:
+# granted 1: the caller may send now (and holds the origin while the delay is > 0);
+# granted 0: ask again after ``wait``.
 # ``expired`` 1: a dead holder's lease ran out. The delay is the worker's, or the
 # origin's back-off or pace when longer (never above the cap, unless the worker's is).
 ACQUIRE = (
     REDIS_NOW
     + """
-local v = redis.call('HMGET', KEYS[1], 'holder', 'lease', 'end', 'nb', 'nbe', 'bo', 'pace')
+local v = redis.call('HMGET', KEYS[1], 'holder', 'lease', 'end', 'nb', 'nbe', 'bo', 'pace',
+                     'run', 'gone')
 local bo = tonumber(v[6]) or 0
+local run, gone = tonumber(v[8]) or 0, tonumber(v[9]) or 0
 local delay = math.max(tonumber(ARGV[2]),
                        math.min(tonumber(ARGV[5]), math.max(bo, tonumber(v[7]) or 0)))
 local last_end = tonumber(v[3]) or 0
@@ -67,7 +72,7 @@ if v[1] then
   local lease = tonumber(v[2]) or 0
   if lease > now then
     -- In flight elsewhere: the next start is at least its end plus the delay.
-    return {0, math.max(delay, 1000), 0, delay, bo}
+    return {0, math.max(delay, 1000), 0, delay, bo, run, gone}
   end
   expired = 1
   if lease > last_end then last_end = lease end
@@ -81,12 +86,12 @@ local skip = ARGV[4] == '1' and last_end <= (tonumber(v[5]) or 0)
 if not skip and delay > 0 and last_end + delay > ready then
   ready = last_end + delay
 end
-if ready > now then return {0, ready - now, expired, delay, bo} end
+if ready > now then return {0, ready - now, expired, delay, bo, run, gone} end
 if delay > 0 then
   redis.call('HSET', KEYS[1], 'holder', ARGV[1],
              'lease', string.format('%.0f', now + tonumber(ARGV[3])))
 end
-return {1, 0, expired, delay, bo}
+return {1, 0, expired, delay, bo, run, gone}
 """
 )
 
@@ -103,6 +108,26 @@ else
 end
 redis.call('HSET', KEYS[1], 'bo', string.format('%.0f', bo))
 return bo
+"""
+
+# KEYS[1] ledger; ARGV stop after (TRAVERSE_BLOCK_STOP_AFTER). One more page recorded
+# blocked: its run grows, and gives the origin up when it reaches the stop. Returns
+# {run, given up at (0: not given up)}.
+BLOCKED_PAGE = """
+local run = redis.call('HINCRBY', KEYS[1], 'run', 1)
+local gone = tonumber(redis.call('HGET', KEYS[1], 'gone')) or 0
+local stop = tonumber(ARGV[1])
+if gone == 0 and stop > 0 and run >= stop then
+  gone = run
+  redis.call('HSET', KEYS[1], 'gone', gone)
+end
+return {run, gone}
+"""
+
+# KEYS[1] ledger. A response that is not a block page ends the origin's run.
+RUN_ENDED = """
+redis.call('HSET', KEYS[1], 'run', 0)
+return 1
 """
 
 # KEYS[1] ledger; ARGV pace (µs), floor (µs), halve ("1": a successful response).
@@ -174,6 +199,8 @@ class Grant(NamedTuple):
     expired: bool  # the previous holder's lease had run out
     delay: float = 0.0  # the origin's delay, its back-off or pace included
     backoff: float = 0.0  # the origin's back-off, as every worker sees it
+    run: int = 0  # the origin's block pages in a row
+    gone: int = 0  # > 0: the run that gave the origin up
 
 
 def micros(seconds: float) -> int:
@@ -233,6 +260,8 @@ class Ledger(OriginState):
         "renew": RENEW,
         "push_back": PUSH_BACK,
         "answered": ANSWERED,
+        "blocked_page": BLOCKED_PAGE,
+        "run_ended": RUN_ENDED,
     }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -245,13 +274,17 @@ class Ledger(OriginState):
     ) -> Grant:
         """Take the origin for one request if the ledger allows it now."""
         args = (token, micros(delay), self.lease, "1" if retry else "0", micros(cap))
-        granted, wait, expired, shared, backoff = await self.run("acquire", origin, *args)
+        granted, wait, expired, shared, backoff, run, gone = await self.run(
+            "acquire", origin, *args
+        )
         grant = Grant(
             bool(int(granted)),
             int(wait) / 1_000_000,
             bool(int(expired)),
             int(shared) / 1_000_000,
             int(backoff) / 1_000_000,
+            int(run),
+            int(gone),
         )
         if grant.granted and not grant.delay:
             self._clear[origin] = asyncio.get_running_loop().time() + CLEARANCE
@@ -290,6 +323,20 @@ class Ledger(OriginState):
         """Another response from ``origin``: its pace, and a success halves the back-off."""
         args = (micros(pace), micros(FLOOR), "1" if success else "0")
         self._then(origin, self.script("answered", origin, *args))
+
+    def page_blocked(self, origin: str, stop_after: int, then: Callable[[int, int], None]) -> None:
+        """A page of ``origin`` recorded blocked (not awaited); ``then(run, gone)``."""
+        call = self.script("blocked_page", origin, stop_after)
+
+        async def step() -> Any:
+            run, gone = await call()
+            then(int(run), int(gone))
+
+        self._then(origin, step)
+
+    def run_ended(self, origin: str) -> None:
+        """A response of ``origin`` that is not a block page (not awaited)."""
+        self._then(origin, self.script("run_ended", origin))
 
     async def settled(self, origin: str) -> None:
         """Until this worker's earlier writes for ``origin`` are in Redis.

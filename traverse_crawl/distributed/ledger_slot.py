@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
@@ -92,6 +93,9 @@ class LedgerSlot(DelaySlot):
         super().__init__(concurrency, delay)
         self.cap = cap  # TRAVERSE_MAX_DELAY
         self.shared_delay = delay  # the origin's delay at the last grant
+        self.blocked_run = 0  # the origin's block pages in a row, as the ledger last said
+        # Set by the politeness middleware: the origin is given up (TRAVERSE_BLOCK_STOP_AFTER).
+        self.on_gone: Callable[[int], None] | None = None
         self.queue = _LedgerQueue(self)
         self.transferring = _LedgerEnds(self)
         self.origin = origin
@@ -143,8 +147,13 @@ class LedgerSlot(DelaySlot):
                     self._take_back(f"the politeness ledger in Redis is unreachable ({exc})")
                     return
                 self.shared_delay = grant.delay
+                self.blocked_run = grant.run
                 if self.pace is not None:
                     self.pace.extra = grant.backoff  # as every worker sees it
+                if grant.gone and self.on_gone is not None:
+                    self.asking = None
+                    self.on_gone(grant.gone)  # fails this slot's queue, unsent
+                    return
                 if grant.expired:
                     inc(self.stats, "ledger/lease_expired")
                     logger.info("took over %s from a worker whose lease expired", self.origin)

@@ -69,6 +69,23 @@ class SharedPoliteness:
     def answered(self, origin: str, pace: float, success: bool) -> None:
         self.ledger.answered(origin, pace, success)
 
+    def page_blocked(self, origin: str, stop_after: int) -> None:
+        from traverse_crawl.politeness.blocking import pushback
+
+        state = pushback(self.crawler)
+
+        def then(run: int, gone: int) -> None:
+            slot = self.crawler.engine.downloader.slots.get(origin) if self.crawler.engine else None
+            if isinstance(slot, LedgerSlot):
+                slot.blocked_run = run
+            if gone and origin not in state.runs.given_up:
+                state.give_up(origin, gone)
+
+        self.ledger.page_blocked(origin, stop_after, then)
+
+    def run_ended(self, origin: str) -> None:
+        self.ledger.run_ended(origin)
+
     async def load_robots(
         self, origin: str, fetch: Callable[[], Awaitable[RobotsFetch]]
     ) -> tuple[RobotsFetch, bool]:

@@ -10,6 +10,7 @@ docs/crawling-real-sites.md, "Sites that push back".
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from scrapy import Request
@@ -30,12 +31,16 @@ from traverse_crawl.politeness.block_pages import (
     given_up_warning,
 )
 from traverse_crawl.snapshots.model import decode_text, resolve_content_type
+from traverse_crawl.stats import inc
 
 _ATTRIBUTE = "_traverse_pushback"
+
+logger = logging.getLogger(__name__)
 
 
 class Pushback:
     def __init__(self, crawler: Any) -> None:
+        self.crawler = crawler
         config = get_config(crawler)
         self.cap = config.max_delay
         self.factor = config.delay_factor
@@ -93,6 +98,29 @@ class Pushback:
         )
         meta[BLOCKED] = verdict
         return verdict
+
+    def give_up(self, origin: str, run: int) -> None:
+        """``origin`` gave ``run`` block pages in a row: its requests waiting in its slot
+        fail unsent, and so does any later one (``given_up``)."""
+        self.runs.given_up.setdefault(origin, run)
+        logger.warning(
+            "%s gave %d block pages in a row (TRAVERSE_BLOCK_STOP_AFTER): "
+            "its queued pages are recorded blocked without a request",
+            origin, run,
+        )  # fmt: skip
+        engine = self.crawler.engine
+        slot = engine.downloader.slots.get(origin) if engine is not None else None
+        if slot is None:
+            return
+        if slot.latercall is not None:
+            slot.latercall.cancel()
+            slot.latercall = None
+        while slot.queue:
+            queued, deferred = slot.queue.popleft()
+            failure = self.given_up(queued)
+            assert failure is not None
+            inc(self.crawler.stats, "politeness/given_up_pages")
+            deferred.errback(failure)
 
     def given_up(self, request: Request) -> PageFailed | None:
         """The failure of a request to an origin given up, or None; the first page of

@@ -13,6 +13,7 @@ unsent (docs/crawling-real-sites.md, "Sites that push back").
 from __future__ import annotations
 
 import logging
+from functools import partial
 from time import monotonic
 from typing import Any
 
@@ -46,6 +47,7 @@ class PolitenessMiddleware:
         self.shared = shared_politeness(crawler)
         self.pushback = pushback(crawler)
         self.blocks = bool(self.pushback.patterns)  # TRAVERSE_BLOCK_PATTERNS: judge responses
+        self.retry_times = config.retry_times
         self.slowed: set[str] = set()  # origins whose first back-off was logged
         crawler.signals.connect(self.response_downloaded, signal=signals.response_downloaded)
 
@@ -84,12 +86,34 @@ class PolitenessMiddleware:
             else:
                 slot = slots[key] = self.shared.origin_slot(concurrency, delay, origin)
                 slot.pace = self.pushback.pace(origin)
+                if self.pushback.runs.stop_after:
+                    slot.on_gone = partial(self._gone, origin)
             if not meta.get(ROBOTS):
                 inc(self.crawler.stats, "politeness/origins")
         elif isinstance(slot, DelaySlot) and ORIGIN_DELAY in meta:
             slot.delay = self._delay(meta)
             if slot.delay > 0:
                 slot.concurrency = 1
+
+    def _last_attempt(self, meta: dict[str, Any]) -> bool:
+        """No retry follows this attempt (the retry middleware's rule): a block page
+        now is a page recorded ``blocked``."""
+        return bool(meta.get("dont_retry")) or meta.get("retry_times", 0) >= self.retry_times
+
+    def _page_blocked(self, origin: str) -> None:
+        """One more page of ``origin`` recorded ``blocked``, counted before the downloader
+        sends the origin's next request (in a Redis crawl, before this worker lets the
+        origin go): at TRAVERSE_BLOCK_STOP_AFTER in a row, the origin is given up."""
+        stop_after = self.pushback.runs.stop_after
+        if self.shared is not None:
+            self.shared.page_blocked(origin, stop_after)  # every worker's pages count
+        elif self.pushback.runs.page_blocked(origin):
+            self.pushback.give_up(origin, self.pushback.runs.given_up[origin])
+
+    def _gone(self, origin: str, run: int) -> None:
+        """The ledger says another worker's block pages gave ``origin`` up."""
+        if origin not in self.pushback.runs.given_up:
+            self.pushback.give_up(origin, run)
 
     def _delay(self, meta: dict[str, Any]) -> float:
         """The origin's delay: the minimum, or a longer honoured Crawl-delay."""
@@ -122,9 +146,14 @@ class PolitenessMiddleware:
                 )  # fmt: skip
             if self.shared is not None:
                 self.shared.push_back(origin, retry_after)
+            if blocked and self.pushback.runs.stop_after and self._last_attempt(meta):
+                self._page_blocked(origin)
             return
         if self.pushback.runs.runs:
             self.pushback.runs.page_answered(origin)
+        if self.shared is not None and slot.blocked_run:
+            slot.blocked_run = 0
+            self.shared.run_ended(origin)
         had = pace.extra
         if is_success(status):
             pace.answered(took)

@@ -75,6 +75,10 @@ class DelaySlot(Slot):
     """A download slot whose delay runs from the end of the previous request,
     and whose retries wait their backoff instead of the delay."""
 
+    # The origin's block pages in a row as the crawl's ledger last said (a Redis crawl's
+    # ``LedgerSlot`` keeps it; 0 here).
+    blocked_run = 0
+
     def __init__(self, concurrency: int, delay: float, pace: OriginPace | None = None) -> None:
         super().__init__(concurrency, delay, jitter=0.0)
         self.pace = pace

@@ -6,7 +6,7 @@ whose wait (``traverse_backoff``: the jittered backoff, or an honoured
 ``Retry-After``, or the origin's back-off when longer) the origin's politeness slot
 does, at the head of its queue; each retry adds the page warning
 ``retry n/N for URL after REASON``. A page whose every attempt was a block page fails
-``blocked``, and counts towards ``TRAVERSE_BLOCK_STOP_AFTER``.
+``blocked``.
 """
 
 from __future__ import annotations
@@ -94,32 +94,10 @@ class RetryMiddleware:
             retry = self._retry(request, "a block page", None)
             if retry is not None:
                 return retry
+        # Counted towards TRAVERSE_BLOCK_STOP_AFTER already, as the response arrived
+        # (the politeness middleware).
         inc(self.crawler.stats, "politeness/blocked_pages")
-        origin = urls.origin(request.url)
-        if self.pushback.runs.page_blocked(origin):
-            logger.warning(
-                "%s gave %d block pages in a row (TRAVERSE_BLOCK_STOP_AFTER): "
-                "its queued pages are recorded blocked without a request",
-                origin, self.pushback.runs.stop_after,
-            )  # fmt: skip
-            self._give_up(origin)
         raise PageFailed(FetchError("blocked", message, response.status))
-
-    def _give_up(self, origin: str) -> None:
-        """Fail the requests already waiting in the origin's slot, unsent."""
-        engine = self.crawler.engine
-        slot = engine.downloader.slots.get(origin) if engine is not None else None
-        if slot is None:
-            return
-        if slot.latercall is not None:
-            slot.latercall.cancel()
-            slot.latercall = None
-        while slot.queue:
-            queued, deferred = slot.queue.popleft()
-            failure = self.pushback.given_up(queued)
-            assert failure is not None
-            inc(self.crawler.stats, "politeness/given_up_pages")
-            deferred.errback(failure)
 
     def _retry(self, request: Request, reason: str, retry_after: str | None) -> Request | None:
         spider: Any = self.crawler.spider

@@ -29,6 +29,13 @@ class SharedPoliteness(Protocol):
     def answered(self, origin: str, pace: float, success: bool) -> None:
         """Another response: the origin's pace, and a success halves its back-off."""
 
+    def page_blocked(self, origin: str, stop_after: int) -> None:
+        """A page of ``origin`` recorded blocked: the crawl's run of it grows, and gives
+        the origin up for every worker at ``stop_after``."""
+
+    def run_ended(self, origin: str) -> None:
+        """A response of ``origin`` that is not a block page ends the crawl's run of it."""
+
     async def load_robots(
         self, origin: str, fetch: Callable[[], Awaitable[RobotsFetch]]
     ) -> tuple[RobotsFetch, bool]:
