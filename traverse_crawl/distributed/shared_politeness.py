@@ -86,6 +86,10 @@ class SharedPoliteness:
     def run_ended(self, origin: str) -> None:
         self.ledger.run_ended(origin)
 
+    async def claim_given_up_warning(self, origin: str, seed: int) -> bool:
+        key = self.ledger.key(origin)
+        return bool(await self.ledger.call(lambda: self.conn.hsetnx(key, f"warned:{seed}", "1")))
+
     async def load_robots(
         self, origin: str, fetch: Callable[[], Awaitable[RobotsFetch]]
     ) -> tuple[RobotsFetch, bool]:

@@ -75,11 +75,19 @@ def given_up_message(url: str, origin: str, run: int) -> str:
     return f"{url} not requested: {origin} gave {run} blocked pages in a row"
 
 
+_GIVEN_UP = " blocked pages in a row (TRAVERSE_BLOCK_STOP_AFTER): its queued pages are "
+_GIVEN_UP_END = "recorded blocked without a request"
+
+
 def given_up_warning(origin: str, run: int) -> str:
-    return (
-        f"{origin} gave up after {run} blocked pages in a row "
-        "(TRAVERSE_BLOCK_STOP_AFTER): its queued pages are recorded blocked without a request"
-    )
+    return f"{origin} gave up after {run}{_GIVEN_UP}{_GIVEN_UP_END}"
+
+
+def given_up_origin(warning: str) -> str | None:
+    """The origin a ``given_up_warning`` names; None for any other warning."""
+    if not warning.endswith(_GIVEN_UP_END) or " gave up after " not in warning:
+        return None
+    return warning.split(" gave up after ", 1)[0]
 
 
 class BlockRuns:

@@ -36,6 +36,10 @@ class SharedPoliteness(Protocol):
     def run_ended(self, origin: str) -> None:
         """A response of ``origin`` that is not a block page ends the crawl's run of it."""
 
+    async def claim_given_up_warning(self, origin: str, seed: int) -> bool:
+        """True for the first worker to ask: the seed's warning that ``origin`` was given
+        up is its page's."""
+
     async def load_robots(
         self, origin: str, fetch: Callable[[], Awaitable[RobotsFetch]]
     ) -> tuple[RobotsFetch, bool]:
