@@ -67,3 +67,11 @@ def test_stop_after_0_never_gives_up() -> None:
     runs = BlockRuns(0)
     assert not any(runs.page_blocked("a") for _ in range(100))
     assert runs.given_up == {}
+
+
+def test_the_given_up_warning_names_its_origin_and_no_other_warning_does() -> None:
+    from traverse_crawl.politeness.block_pages import given_up_origin, given_up_warning
+
+    origin = "https://shop.example:8443"
+    assert given_up_origin(given_up_warning(origin, 5)) == origin
+    assert given_up_origin(f"retry 1/2 for {origin}/p after a block page") is None
