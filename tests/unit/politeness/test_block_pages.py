@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from traverse_crawl.politeness.block_pages import CHALLENGE_PATTERNS, BlockPatterns, BlockRuns
+from traverse_crawl.politeness.block_pages import (
+    CHALLENGE_PATTERNS,
+    BlockPatterns,
+    BlockRuns,
+    given_up_origin,
+    given_up_warning,
+)
 
 FIXTURES = Path(__file__).parents[2] / "support" / "fixtures" / "block_pages"
 BLOCK_PAGES = sorted(FIXTURES.glob("*.html"))
@@ -70,8 +76,6 @@ def test_stop_after_0_never_gives_up() -> None:
 
 
 def test_the_given_up_warning_names_its_origin_and_no_other_warning_does() -> None:
-    from traverse_crawl.politeness.block_pages import given_up_origin, given_up_warning
-
     origin = "https://shop.example:8443"
     assert given_up_origin(given_up_warning(origin, 5)) == origin
     assert given_up_origin(f"retry 1/2 for {origin}/p after a block page") is None
