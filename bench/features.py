@@ -72,6 +72,10 @@ ROWS = [
         "live",
         {"TRAVERSE_TRAP_GUARDS": "True", "TRAVERSE_SEEN_KEY": "no-tracking"},
     ),
+    # The web policy: the rows above, meta robots obeyed, the challenge-page signatures
+    # searched in every page (none matches the bench site), and a delay factor of 2 (one
+    # request at a time, each after twice the last download time).
+    Row("TRAVERSE_POLICY=web", "live", {"TRAVERSE_POLICY": "web"}),
     # The extraction bench's rules (bench/extract.toml: 8 fields, one of them many).
     Row(
         "capture + extraction",

@@ -18,6 +18,7 @@ ErrorKind = Literal[
     "egress-denied",
     "render-error",
     "noarchive",
+    "blocked",
 ]
 ERROR_KINDS: frozenset[str] = frozenset(get_args(ErrorKind))
 
@@ -25,7 +26,8 @@ ERROR_KINDS: frozenset[str] = frozenset(get_args(ErrorKind))
 @dataclass(frozen=True)
 class FetchError:
     """Why a page has no snapshot. ``status`` is set for ``http-error``, and for
-    ``noarchive`` (the status of the response that said so)."""
+    ``noarchive`` and ``blocked`` (the status of the response that said so; a page
+    of an origin given up is ``blocked`` without one)."""
 
     kind: ErrorKind
     message: str

@@ -35,6 +35,7 @@ ORIGIN_DELAY = "traverse_origin_delay"  # robots → politeness: this hop's orig
 REVALIDATE_SENT = "traverse_revalidate_sent"  # revalidate: the URL it sent validators to
 SNAPSHOT = "traverse_snapshot"  # revalidate, replay → spider: the stored snapshot it stands for
 REPLAY_WORK = "traverse_replay_work"  # replay → spider: the page's work, done by its reader
+BLOCKED = "traverse_blocked"  # push-back → retry, WARC: this attempt's block-page verdict
 
 # -- rendering (the render middleware and the page guard) ----------------------------
 RENDER = "traverse_render"  # this attempt is rendered

@@ -43,7 +43,8 @@ ADAPTERS = frozenset({PACKAGE}) | frozenset(
     fetch.userinfo_middleware
     jobdir.pipeline manifests.pipeline operations.exit_status operations.json_log
     operations.metrics operations.stats_file
-    politeness.delay_middleware politeness.delay_slot politeness.redirect_middleware
+    politeness.blocking politeness.delay_middleware politeness.delay_slot
+    politeness.redirect_middleware
     politeness.retry_middleware politeness.robots_middleware
     rendering.addon rendering.browser rendering.handler rendering.middleware
     rendering.navigation rendering.pageguard rendering.response rendering.settle

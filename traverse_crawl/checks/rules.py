@@ -29,10 +29,9 @@ if TYPE_CHECKING:
     from traverse_crawl.extraction.rules import Rules
 
 SETTING = "TRAVERSE_CHECKS"
-# A page's outcome kind in a manifest: "ok" (a snapshot) or its error's kind. "blocked"
-# (a block page) is a kind of the crawl policy for real sites; it is named here so a
-# checks file may bound it whatever the crawl's version.
-OUTCOME_KINDS: frozenset[str] = frozenset({"ok", "blocked", *ERROR_KINDS})
+# A page's outcome kind in a manifest: "ok" (a snapshot) or its error's kind (``blocked``
+# among them: a block page, docs/crawling-real-sites.md).
+OUTCOME_KINDS: frozenset[str] = frozenset({"ok", *ERROR_KINDS})
 CRAWL_KEYS = ("min_pages", "max_share")
 TYPE_KEYS = ("min_items", "coverage", "distinct", "values")
 VALUE_KEYS = ("min", "max", "pattern")

@@ -33,6 +33,7 @@ from traverse_crawl.crawl.scope import SCOPES
 from traverse_crawl.crawl.seen_key import SEEN_KEYS
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.fetch import urls
+from traverse_crawl.politeness.block_pages import CHALLENGE_PATTERNS
 from traverse_crawl.politeness.robots import Matcher, Policy
 
 if TYPE_CHECKING:
@@ -278,6 +279,14 @@ def parse_checks(name: str, value: Any) -> Checks | None:
     return load_checks(value.strip())
 
 
+def parse_non_negative(name: str, value: Any) -> float:
+    """A finite number >= 0; a negative one is refused, not clamped."""
+    number = parse_float(name, value)
+    if number < 0:
+        raise ConfigError(name, f"expected a number >= 0, got {value!r}")
+    return number
+
+
 def parse_positive(name: str, value: Any) -> int:
     return parse_integer(name, value, 1)
 
@@ -306,6 +315,9 @@ POLICIES: dict[str, dict[str, Any]] = {
         "TRAVERSE_TRAP_GUARDS": True,
         "TRAVERSE_SEEN_KEY": "no-tracking",
         "TRAVERSE_ROBOTS_META": "obey",
+        "TRAVERSE_DELAY_FACTOR": 2,
+        "TRAVERSE_BLOCK_STOP_AFTER": 5,
+        "TRAVERSE_BLOCK_PATTERNS": list(CHALLENGE_PATTERNS),
     },
 }
 
@@ -331,6 +343,14 @@ FIELDS: dict[str, Field] = {
     "robots_crawl_delay_max": Field("TRAVERSE_ROBOTS_CRAWL_DELAY_MAX", 10.0, parse_delay),
     # obey: a page's meta robots and X-Robots-Tag nofollow/noarchive (crawl/robots_meta.py)
     "robots_meta": Field("TRAVERSE_ROBOTS_META", "ignore", choice(get_args(RobotsMetaMode))),
+    # Back-off and pace of an origin that pushes back (politeness/backoff.py).
+    "max_delay": Field(
+        "TRAVERSE_MAX_DELAY", 60.0, lambda n, v: parse_delay(n, parse_non_negative(n, v))
+    ),
+    "delay_factor": Field("TRAVERSE_DELAY_FACTOR", 0.0, parse_non_negative),
+    # Challenge pages, recorded ``blocked`` and never captured (politeness/block_pages.py).
+    "block_patterns": Field("TRAVERSE_BLOCK_PATTERNS", (), parse_patterns),
+    "block_stop_after": Field("TRAVERSE_BLOCK_STOP_AFTER", 0, parse_whole),
     "retry_times": Field("RETRY_TIMES", 2, parse_retries),
     "retry_backoff": Field("TRAVERSE_RETRY_BACKOFF", 0.25, parse_delay),
     "retry_after_max": Field("TRAVERSE_RETRY_AFTER_MAX", 30.0, parse_delay),
@@ -429,6 +449,10 @@ class TraverseConfig:
     robots_matcher: Matcher
     robots_crawl_delay_max: float
     robots_meta: RobotsMetaMode
+    max_delay: float
+    delay_factor: float
+    block_patterns: tuple[str, ...]
+    block_stop_after: int
     retry_times: int
     retry_backoff: float
     retry_after_max: float

@@ -21,13 +21,14 @@ class Figures:
     queued: int
     errors: int
     finished: bool
+    slowed: float = 0.0  # seconds: the seed origin's back-off or pace, when it pushes back
 
 
 class SeedProgress:
     def __init__(self, frontier: Frontier) -> None:
         self.frontier = frontier
 
-    def figures(self) -> Figures:
+    def figures(self, slowed: float = 0.0) -> Figures:
         frontier = self.frontier
         recorded = len(frontier.pages)
         within_budget = min(len(frontier.queue), frontier.max_pages)
@@ -38,6 +39,7 @@ class SeedProgress:
             queued=max(0, within_budget - recorded),
             errors=frontier.errors,
             finished=frontier.finished,
+            slowed=slowed,
         )
 
 
@@ -46,8 +48,16 @@ def per_minute(count: int, seconds: float) -> float:
 
 
 def log_line(figures: Figures, rate: float) -> str:
-    """``seed ID: N/BUDGET pages, Q queued, E errors, R pages/min``."""
-    return (
+    """``seed ID: N/BUDGET pages, Q queued, E errors, R pages/min``, then
+    ``, slowed down: S s between requests`` while its origin pushes back."""
+    line = (
         f"seed {figures.seed_id}: {figures.recorded}/{figures.budget} pages, "
         f"{figures.queued} queued, {figures.errors} errors, {rate:.0f} pages/min"
     )
+    slowed = slowed_text(figures.slowed)
+    return f"{line}, {slowed}" if slowed else line
+
+
+def slowed_text(seconds: float) -> str:
+    """What the progress says of an origin's back-off or pace; nothing under 0.1 s."""
+    return f"slowed down: {seconds:.1f} s between requests" if seconds >= 0.1 else ""

@@ -19,7 +19,8 @@ from twisted.internet.task import LoopingCall
 
 from traverse_crawl.config.settings import get_config
 from traverse_crawl.crawl.frontier import Frontier
-from traverse_crawl.crawl.progress import SeedProgress, log_line, per_minute
+from traverse_crawl.crawl.progress import SeedProgress, log_line, per_minute, slowed_text
+from traverse_crawl.politeness.blocking import pushback
 from traverse_crawl.signals import seed_started
 from traverse_crawl.utils.terminal import escape_controls
 
@@ -48,6 +49,7 @@ class ProgressExtension:
         self.seeds: dict[int, SeedProgress] = {}
         self.last: dict[int, tuple[float, int]] = {}
         self.started = time.monotonic()
+        self.pushback = pushback(crawler)  # each origin's back-off and pace
         self.display: LiveDisplay | None = None
         self.loop: LoopingCall | None = None
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
@@ -89,7 +91,7 @@ class ProgressExtension:
     def log(self) -> None:
         now = time.monotonic()
         for key, seed in self._running():
-            figures = seed.figures()
+            figures = seed.figures(self.pushback.slowed(seed.frontier.seed_origin))
             since, before = self.last[key]
             self.last[key] = (now, figures.recorded)
             if not figures.finished:
@@ -102,7 +104,7 @@ class ProgressExtension:
         elapsed = time.monotonic() - self.started
         rows = []
         for key, seed in self._running():
-            figures = seed.figures()
+            figures = seed.figures(self.pushback.slowed(seed.frontier.seed_origin))
             rate = per_minute(figures.recorded - self.last[key][1], elapsed)
             rows.append((figures, rate))
         self.display.show(rows)
@@ -133,6 +135,7 @@ class LiveDisplay:
             TextColumn("{task.fields[errors]} errors"),
             TextColumn("{task.fields[rate]:.0f} pages/min"),
             TimeElapsedColumn(),
+            TextColumn("{task.fields[slowed]}", markup=False),
             console=self.console,
             auto_refresh=False,
             redirect_stdout=False,
@@ -153,7 +156,12 @@ class LiveDisplay:
             if seed_id not in shown:
                 self.progress.remove_task(self.tasks.pop(seed_id))
         for figures, rate in running[:MAX_ROWS]:
-            fields = {"queued": figures.queued, "errors": figures.errors, "rate": rate}
+            fields = {
+                "queued": figures.queued,
+                "errors": figures.errors,
+                "rate": rate,
+                "slowed": slowed_text(figures.slowed),
+            }
             if figures.seed_id not in self.tasks:
                 self.tasks[figures.seed_id] = self.progress.add_task(  # shown as text, never markup
                     escape_controls(figures.seed_id), total=figures.budget, **fields
@@ -178,6 +186,7 @@ def _totals(rows: list[tuple[Any, float]]) -> dict[str, Any]:
         "queued": sum(f.queued for f, _ in rows),
         "errors": sum(f.errors for f, _ in rows),
         "rate": sum(r for _, r in rows),
+        "slowed": "",
     }
 
 

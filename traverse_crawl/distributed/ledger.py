@@ -18,6 +18,8 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
+from traverse_crawl.politeness.backoff import FLOOR
+
 if TYPE_CHECKING:
     import redis.asyncio
 
@@ -35,7 +37,11 @@ Call = Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]]
 # - ``nb``: "not before": no request starts earlier (a retry's backoff or a
 #   Retry-After, written by the worker that got the 429/5xx), and ``nbe``, the end of
 #   the failed attempt it follows: the retry waits its backoff instead of the delay
-#   after that attempt, but the delay after any later request.
+#   after that attempt, but the delay after any later request;
+# - ``bo`` and ``pace``: the origin's back-off and TRAVERSE_DELAY_FACTOR's pace, one value
+#   for every worker (politeness/backoff.py has the rules these scripts follow);
+# - ``run`` and ``gone``: the origin's block pages in a row, whichever workers got them, and
+#   the run that gave the origin up (TRAVERSE_BLOCK_STOP_AFTER).
 # Times are Redis's ``TIME`` in microseconds: workers on different machines disagree
 # about the time, but they all talk to one Redis; a worker only ever turns a duration
 # that Redis gave it into a local sleep.
@@ -45,21 +51,28 @@ local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 """
 
 # KEYS[1] ledger; ARGV token, delay (µs), lease (µs), retry ("1": the attempt
-# waits its backoff, not the delay). Returns {granted, wait µs, expired}:
-# granted 1: the caller may send now (and holds the origin while delay > 0);
-# granted 0: ask again after ``wait``. ``expired`` 1: a dead holder's lease ran out.
+# waits its backoff, not the delay), cap (µs, TRAVERSE_MAX_DELAY). Returns {granted,
+# wait µs, expired, delay µs, back-off µs, block pages in a row, given up at}:
+# granted 1: the caller may send now (and holds the origin while the delay is > 0);
+# granted 0: ask again after ``wait``.
+# ``expired`` 1: a dead holder's lease ran out. The delay is the worker's, or the
+# origin's back-off or pace when longer (never above the cap, unless the worker's is).
 ACQUIRE = (
     REDIS_NOW
     + """
-local v = redis.call('HMGET', KEYS[1], 'holder', 'lease', 'end', 'nb', 'nbe')
-local delay = tonumber(ARGV[2])
+local v = redis.call('HMGET', KEYS[1], 'holder', 'lease', 'end', 'nb', 'nbe', 'bo', 'pace',
+                     'run', 'gone')
+local bo = tonumber(v[6]) or 0
+local run, gone = tonumber(v[8]) or 0, tonumber(v[9]) or 0
+local delay = math.max(tonumber(ARGV[2]),
+                       math.min(tonumber(ARGV[5]), math.max(bo, tonumber(v[7]) or 0)))
 local last_end = tonumber(v[3]) or 0
 local expired = 0
 if v[1] then
   local lease = tonumber(v[2]) or 0
   if lease > now then
     -- In flight elsewhere: the next start is at least its end plus the delay.
-    return {0, math.max(delay, 1000), 0}
+    return {0, math.max(delay, 1000), 0, delay, bo, run, gone}
   end
   expired = 1
   if lease > last_end then last_end = lease end
@@ -73,14 +86,62 @@ local skip = ARGV[4] == '1' and last_end <= (tonumber(v[5]) or 0)
 if not skip and delay > 0 and last_end + delay > ready then
   ready = last_end + delay
 end
-if ready > now then return {0, ready - now, expired} end
+if ready > now then return {0, ready - now, expired, delay, bo, run, gone} end
 if delay > 0 then
   redis.call('HSET', KEYS[1], 'holder', ARGV[1],
              'lease', string.format('%.0f', now + tonumber(ARGV[3])))
 end
-return {1, 0, expired}
+return {1, 0, expired, delay, bo, run, gone}
 """
 )
+
+# KEYS[1] ledger; ARGV Retry-After (µs, -1 for none), cap (µs), floor (µs). A 429,
+# a 503 or a block page: the back-off doubles (at least the floor, at most the cap),
+# or is the Retry-After when that is within the cap. Returns the new back-off.
+PUSH_BACK = """
+local bo = tonumber(redis.call('HGET', KEYS[1], 'bo')) or 0
+local ra, cap = tonumber(ARGV[1]), tonumber(ARGV[2])
+if ra >= 0 and ra <= cap then
+  bo = ra
+else
+  bo = math.min(cap, math.max(tonumber(ARGV[3]), 2 * bo))
+end
+redis.call('HSET', KEYS[1], 'bo', string.format('%.0f', bo))
+return bo
+"""
+
+# KEYS[1] ledger; ARGV stop after (TRAVERSE_BLOCK_STOP_AFTER). One more page recorded
+# blocked: its run grows, and gives the origin up when it reaches the stop. Returns
+# {run, given up at (0: not given up)}.
+BLOCKED_PAGE = """
+local run = redis.call('HINCRBY', KEYS[1], 'run', 1)
+local gone = tonumber(redis.call('HGET', KEYS[1], 'gone')) or 0
+local stop = tonumber(ARGV[1])
+if gone == 0 and stop > 0 and run >= stop then
+  gone = run
+  redis.call('HSET', KEYS[1], 'gone', gone)
+end
+return {run, gone}
+"""
+
+# KEYS[1] ledger. A response that is not a block page ends the origin's run.
+RUN_ENDED = """
+redis.call('HSET', KEYS[1], 'run', 0)
+return 1
+"""
+
+# KEYS[1] ledger; ARGV pace (µs), floor (µs), halve ("1": a successful response).
+# Another response: the pace is its own; a success halves the back-off, dropped
+# under the floor.
+ANSWERED = """
+if ARGV[3] == '1' then
+  local bo = (tonumber(redis.call('HGET', KEYS[1], 'bo')) or 0) / 2
+  if bo < tonumber(ARGV[2]) then bo = 0 end
+  redis.call('HSET', KEYS[1], 'bo', string.format('%.0f', bo))
+end
+redis.call('HSET', KEYS[1], 'pace', ARGV[1])
+return 1
+"""
 
 # KEYS[1] ledger; ARGV token. The download ended now: the delay runs from here,
 # even when the hold had expired and another worker holds the origin.
@@ -136,6 +197,10 @@ class Grant(NamedTuple):
     granted: bool
     wait: float  # seconds to wait before asking again (0 when granted)
     expired: bool  # the previous holder's lease had run out
+    delay: float = 0.0  # the origin's delay, its back-off or pace included
+    backoff: float = 0.0  # the origin's back-off, as every worker sees it
+    run: int = 0  # the origin's block pages in a row
+    gone: int = 0  # > 0: the run that gave the origin up
 
 
 def micros(seconds: float) -> int:
@@ -193,6 +258,10 @@ class Ledger(OriginState):
         "release": RELEASE,
         "hold_off": HOLD_OFF,
         "renew": RENEW,
+        "push_back": PUSH_BACK,
+        "answered": ANSWERED,
+        "blocked_page": BLOCKED_PAGE,
+        "run_ended": RUN_ENDED,
     }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -200,12 +269,24 @@ class Ledger(OriginState):
         self._pending: dict[str, asyncio.Future[Any]] = {}
         self._clear: dict[str, float] = {}  # origin -> until when a delay-0 grant stands
 
-    async def acquire(self, origin: str, token: str, delay: float, retry: bool) -> Grant:
+    async def acquire(
+        self, origin: str, token: str, delay: float, retry: bool, cap: float = 0.0
+    ) -> Grant:
         """Take the origin for one request if the ledger allows it now."""
-        args = (token, micros(delay), self.lease, "1" if retry else "0")
-        granted, wait, expired = await self.run("acquire", origin, *args)
-        grant = Grant(bool(int(granted)), int(wait) / 1_000_000, bool(int(expired)))
-        if grant.granted and not delay:
+        args = (token, micros(delay), self.lease, "1" if retry else "0", micros(cap))
+        granted, wait, expired, shared, backoff, run, gone = await self.run(
+            "acquire", origin, *args
+        )
+        grant = Grant(
+            bool(int(granted)),
+            int(wait) / 1_000_000,
+            bool(int(expired)),
+            int(shared) / 1_000_000,
+            int(backoff) / 1_000_000,
+            int(run),
+            int(gone),
+        )
+        if grant.granted and not grant.delay:
             self._clear[origin] = asyncio.get_running_loop().time() + CLEARANCE
         return grant
 
@@ -231,6 +312,31 @@ class Ledger(OriginState):
         """No worker sends to ``origin`` for ``seconds`` from now (not awaited)."""
         self._clear.pop(origin, None)
         self._then(origin, self.script("hold_off", origin, micros(seconds)))
+
+    def push_back(self, origin: str, retry_after: float | None, cap: float) -> None:
+        """A 429, a 503 or a block page from ``origin`` (not awaited)."""
+        self._clear.pop(origin, None)
+        ra = -1 if retry_after is None else micros(retry_after)
+        self._then(origin, self.script("push_back", origin, ra, micros(cap), micros(FLOOR)))
+
+    def answered(self, origin: str, pace: float, success: bool) -> None:
+        """Another response from ``origin``: its pace, and a success halves the back-off."""
+        args = (micros(pace), micros(FLOOR), "1" if success else "0")
+        self._then(origin, self.script("answered", origin, *args))
+
+    def page_blocked(self, origin: str, stop_after: int, then: Callable[[int, int], None]) -> None:
+        """A page of ``origin`` recorded blocked (not awaited); ``then(run, gone)``."""
+        call = self.script("blocked_page", origin, stop_after)
+
+        async def step() -> Any:
+            run, gone = await call()
+            then(int(run), int(gone))
+
+        self._then(origin, step)
+
+    def run_ended(self, origin: str) -> None:
+        """A response of ``origin`` that is not a block page (not awaited)."""
+        self._then(origin, self.script("run_ended", origin))
 
     async def settled(self, origin: str) -> None:
         """Until this worker's earlier writes for ``origin`` are in Redis.

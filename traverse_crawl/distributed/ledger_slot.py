@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +40,7 @@ class _LedgerQueue(RetriesFirst):
             slot.dispatched += 1
             # One request per grant while the delay is > 0: the downloader
             # dispatches in a loop and sees the transfer start only later.
-            slot.cleared = not slot.delay
+            slot.cleared = not slot.shared_delay
         return item
 
 
@@ -65,7 +66,9 @@ class LedgerSlot(DelaySlot):
     - the end of the download releases the hold (the delay runs from then, on
       Redis's clock) and the slot asks again for its next request;
     - at delay 0 a grant stands for ``ledger.CLEARANCE`` (0.25 s): requests queued
-      meanwhile go without asking (``ledger/reused``), retries still ask.
+      meanwhile go without asking (``ledger/reused``), retries still ask;
+    - the delay that counts is the ledger's (``shared_delay``, from each grant): this
+      worker's, or the origin's back-off or pace when longer, one value for all workers.
 
     Only the head of each origin's queue waits, so the other requests of the origin
     stay in the slot's queue where Scrapy's downloader-aware priority queue sees them,
@@ -85,8 +88,14 @@ class LedgerSlot(DelaySlot):
         ledger: Ledger,
         downloader: Downloader,
         stats: Stats | None,
+        cap: float = 0.0,
     ) -> None:
         super().__init__(concurrency, delay)
+        self.cap = cap  # TRAVERSE_MAX_DELAY
+        self.shared_delay = delay  # the origin's delay at the last grant
+        self.blocked_run = 0  # the origin's block pages in a row, as the ledger last said
+        # Set by the politeness middleware: the origin is given up (TRAVERSE_BLOCK_STOP_AFTER).
+        self.on_gone: Callable[[int], None] | None = None
         self.queue = _LedgerQueue(self)
         self.transferring = _LedgerEnds(self)
         self.origin = origin
@@ -102,14 +111,14 @@ class LedgerSlot(DelaySlot):
     def download_delay(self) -> float:
         if self.cleared:
             # Positive: the downloader then dispatches one request per call.
-            return _EPSILON if self.delay else 0.0
+            return _EPSILON if self.shared_delay else 0.0
         if not self.queue:
             return 0.0
-        if not self.delay and NOT_BEFORE not in self.queue[0][0].meta:
+        if not self.shared_delay and NOT_BEFORE not in self.queue[0][0].meta:
             if self.ledger.clear(self.origin):  # a grant of the last CLEARANCE seconds
                 inc(self.stats, "ledger/reused")
                 return 0.0
-        if self.delay and self.holding is not None:
+        if self.shared_delay and self.holding is not None:
             return self._park()  # our request is in flight: its end asks again
         if self.asking is None:
             self.asking = asyncio.ensure_future(self._ask())
@@ -127,13 +136,23 @@ class LedgerSlot(DelaySlot):
                 retry = NOT_BEFORE in self.queue[0][0].meta if self.queue else False
                 token = self.ledger.token()
                 try:
-                    grant = await self.ledger.acquire(self.origin, token, self.delay, retry)
+                    grant = await self.ledger.acquire(
+                        self.origin, token, self.delay, retry, self.cap
+                    )
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:  # the I/O edge: Redis stayed unreachable
                     logger.error("politeness ledger for %s unreachable: %s", self.origin, exc)
                     inc(self.stats, "ledger/errors")
                     self._take_back(f"the politeness ledger in Redis is unreachable ({exc})")
+                    return
+                self.shared_delay = grant.delay
+                self.blocked_run = grant.run
+                if self.pace is not None:
+                    self.pace.extra = grant.backoff  # as every worker sees it
+                if grant.gone and self.on_gone is not None:
+                    self.asking = None
+                    self.on_gone(grant.gone)  # fails this slot's queue, unsent
                     return
                 if grant.expired:
                     inc(self.stats, "ledger/lease_expired")
@@ -167,7 +186,7 @@ class LedgerSlot(DelaySlot):
         if self.latercall is not None:
             self.latercall.cancel()
             self.latercall = None
-        if self.delay:
+        if self.shared_delay:
             self.holding = token
             self._renew_later()
         self.cleared = True

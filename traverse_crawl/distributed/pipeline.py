@@ -13,6 +13,8 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
 from traverse_crawl.crawl.items import PageItem
+from traverse_crawl.politeness.block_pages import given_up_origin
+from traverse_crawl.politeness.shared import SharedPoliteness, shared_politeness
 
 
 class CommitPipeline:
@@ -30,6 +32,7 @@ class CommitPipeline:
     async def process_item(self, item: Any) -> Any:
         worker = getattr(self.crawler.spider, "remote", None)
         if isinstance(item, PageItem) and worker is not None:
+            await once_per_seed(shared_politeness(self.crawler), item)
             await worker.commit(item)
         return item
 
@@ -37,3 +40,23 @@ class CommitPipeline:
         worker = getattr(self.crawler.spider, "remote", None)
         if worker is not None:
             await worker.close()
+
+
+async def once_per_seed(shared: SharedPoliteness | None, item: PageItem) -> None:
+    """Each worker warns a seed once that an origin was given up (TRAVERSE_BLOCK_STOP_AFTER):
+    the first to claim it in Redis keeps its warning, the others drop theirs, so the
+    manifest says it once, as a single process's does."""
+    outcome = item.outcome
+    warnings = outcome.fetch.get("warnings") if outcome is not None else None
+    if shared is None or outcome is None or not warnings:
+        return
+    for warning in list(warnings):
+        origin = given_up_origin(warning)
+        if origin is None or await shared.claim_given_up_warning(origin, item.seed_key):
+            continue
+        for fetch in (outcome.fetch, item.get("fetch") or {}):
+            kept = [w for w in fetch.get("warnings", ()) if w != warning]
+            if kept:
+                fetch["warnings"] = kept
+            else:
+                fetch.pop("warnings", None)

@@ -14,6 +14,7 @@ from typing import Any
 
 from traverse_crawl.meta_keys import (
     BACKOFF,
+    BLOCKED,
     NOT_BEFORE,
     ORIGIN_DELAY,
     RENDER_DENIED,
@@ -31,6 +32,7 @@ from traverse_crawl.meta_keys import (
 ATTEMPT_KEYS = frozenset(
     {
         BACKOFF,
+        BLOCKED,
         NOT_BEFORE,
         ORIGIN_DELAY,
         REVALIDATE_SENT,

@@ -60,6 +60,9 @@ WAIT_BOUNDS: tuple[float, ...] = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
 CONNECTION_SECONDS = 10.0
 MAX_CONNECTIONS = 16
 SCRAPE_INTERVAL = 0.25
+# Origins shown by traverse_origin_delay_seconds: the slowest only, so its labels
+# stay bounded however many origins a crawl visits.
+SLOWEST_ORIGINS = 10
 STATUS_PREFIX = "downloader/response_status_count/"
 EXCEPTION_PREFIX = "downloader/exception_type_count/"
 
@@ -284,6 +287,7 @@ class CrawlCollector(Collector):
         yield manifests
         if get_config(ext.crawler).checks is not None:
             yield checks_gauge(ext.crawler)
+        yield origin_delays(ext.crawler)
 
 
 def checks_gauge(crawler: Crawler) -> GaugeMetricFamily:
@@ -298,6 +302,21 @@ def checks_gauge(crawler: Crawler) -> GaugeMetricFamily:
     for seed_id, check in failed_checks(crawler):
         gauge.add_metric([redact_text(seed_id), check], 1)
     return gauge
+
+
+def origin_delays(crawler: Crawler) -> GaugeMetricFamily:
+    """The back-off or pace of the slowest origins (docs/crawling-real-sites.md)."""
+    from traverse_crawl.politeness.blocking import pushback
+
+    delays = GaugeMetricFamily(
+        "traverse_origin_delay_seconds",
+        f"Extra seconds between requests of the {SLOWEST_ORIGINS} slowest origins that push "
+        "back (their back-off, or TRAVERSE_DELAY_FACTOR's pace).",
+        labels=["origin"],
+    )
+    for origin, seconds in pushback(crawler).slowest(SLOWEST_ORIGINS):
+        delays.add_metric([redact_text(origin)], seconds)
+    return delays
 
 
 def cumulative(bounds: tuple[float, ...], counts: list[int]) -> list[tuple[str, int]]:

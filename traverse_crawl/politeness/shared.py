@@ -23,6 +23,23 @@ class SharedPoliteness(Protocol):
     def hold_off(self, origin: str, seconds: float) -> None:
         """No worker sends to ``origin`` for ``seconds`` (a retry's backoff)."""
 
+    def push_back(self, origin: str, retry_after: float | None) -> None:
+        """A 429, a 503 or a block page: the origin's back-off rises for every worker."""
+
+    def answered(self, origin: str, pace: float, success: bool) -> None:
+        """Another response: the origin's pace, and a success halves its back-off."""
+
+    def page_blocked(self, origin: str, stop_after: int) -> None:
+        """A page of ``origin`` recorded blocked: the crawl's run of it grows, and gives
+        the origin up for every worker at ``stop_after``."""
+
+    def run_ended(self, origin: str) -> None:
+        """A response of ``origin`` that is not a block page ends the crawl's run of it."""
+
+    async def claim_given_up_warning(self, origin: str, seed: int) -> bool:
+        """True for the first worker to ask: the seed's warning that ``origin`` was given
+        up is its page's."""
+
     async def load_robots(
         self, origin: str, fetch: Callable[[], Awaitable[RobotsFetch]]
     ) -> tuple[RobotsFetch, bool]:

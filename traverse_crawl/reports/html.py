@@ -110,6 +110,9 @@ def seed_section(index: int, seed: SeedReport) -> str:
             else '<p class="empty">No warnings.</p>'
         ),
     ]
+    if seed.pushed_back:
+        parts.append("<h3>Origins that pushed back (429, 503, block pages)</h3>")
+        parts.append(totals_table("Origin", seed.pushed_back, "pushed-back", "answers"))
     if seed.skipped is not None:
         parts.append(skipped_section(seed.skipped))
     if seed.items is not None:

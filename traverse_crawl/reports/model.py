@@ -88,6 +88,8 @@ class SeedReport:
     skipped: Skipped | None = None
     items: ItemsSummary | None = None
     checks: tuple[dict[str, Any], str] | None = None  # the .checks.json, and its file
+    # Origins that pushed back: their 429, 503 and block-page answers (the back-off's causes).
+    pushed_back: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def pages(self) -> int:
@@ -234,7 +236,29 @@ def build_seed(
         sizes_known=bool(sized) or not any(ok(p) for p in pages),
         warnings=[str(w) for w in manifest.get("warnings", ())],
         changes=changes,
+        pushed_back=_ranked(pushed_back(pages)),
     )
+
+
+_PUSH_BACKS = (" after HTTP 429", " after HTTP 503", " after a block page")
+
+
+def pushed_back(pages: list[dict[str, Any]]) -> Counter[str]:
+    """Per origin, the answers that raised its back-off: each retry after a 429, a 503
+    or a block page, and each page that ended on one (docs/crawling-real-sites.md)."""
+    found: Counter[str] = Counter()
+    for page in pages:
+        fetch = page["fetch"]
+        error = fetch.get("error") or {}
+        count = sum(1 for w in fetch.get("warnings", ()) if str(w).endswith(_PUSH_BACKS))
+        if error.get("status") in (429, 503) or (
+            error.get("kind") == "blocked" and "status" in error
+        ):
+            count += 1
+        if count:
+            parts = urlsplit(str(page["url"]))
+            found[f"{parts.scheme}://{parts.netloc}"] += count
+    return found
 
 
 def ok(page: dict[str, Any]) -> bool:

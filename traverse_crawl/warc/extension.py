@@ -35,6 +35,7 @@ from traverse_crawl.meta_keys import (
     SNAPSHOT,
     WARC_NAVIGATION,
 )
+from traverse_crawl.politeness.blocking import pushback
 from traverse_crawl.signals import page_captured
 from traverse_crawl.snapshots.capture_middleware import header_values
 from traverse_crawl.snapshots.model import Snapshot, resolve_content_type
@@ -112,6 +113,7 @@ class WarcWriterExtension:
         self.stall_timeout = config.warc_stall_timeout
         # TRAVERSE_ROBOTS_META=obey: the bot's token; None: every exchange is written.
         self.token = bot_token(config.user_agent) if config.robots_meta == "obey" else None
+        self.blocks = pushback(crawler)  # TRAVERSE_BLOCK_PATTERNS: block pages are not written
         self.loop = asyncio.get_event_loop()
         self.writer: WriterPipe | None = self._start()  # OSError: the crawl cannot start
         self.restarts = 0
@@ -156,6 +158,9 @@ class WarcWriterExtension:
         revisit = status == 304 and prior is not None and meta.get(REVALIDATE_SENT) == request.url
         page_id = meta.get(PAGE_ID)
         page = page_id if isinstance(page_id, str) else ""
+        if self.blocks.patterns and self.blocks.judge(request, response) is not None:
+            inc(self.crawler.stats, "warc/blocked")
+            return  # a block page is never archived, nor any of its exchange
         if self.token is not None and page and (revisit or 200 <= status < 300):
             if self._noarchive(response, meta, prior if revisit else None):
                 inc(self.crawler.stats, "warc/noarchive")

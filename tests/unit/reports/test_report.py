@@ -137,3 +137,28 @@ def test_every_text_from_the_crawl_is_escaped():
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
     # No attribute value is left open by a quote from the crawl.
     assert re.search(r'="[^"]*<', html) is None
+
+
+def test_origins_that_pushed_back_are_counted_from_retries_and_outcomes():
+    retried = page("/r", 1, "/")
+    retried["fetch"]["warnings"] = [
+        f"retry 1/2 for {SITE}/r after HTTP 429",
+        f"retry 2/2 for {SITE}/r after a block page",
+    ]
+    other = "https://other.test"
+    pages = [
+        page("/", 0),
+        retried,
+        page("/busy", 1, "/", error="http-error 503"),
+        page("/gone", 1, "/", error="http-error 404"),
+        page("/wall", 1, "/", error="blocked 403"),
+        page("/unsent", 1, "/", error="blocked"),  # given up: no answer of its own
+        {**page("/x", 1, "/", error="http-error 429"), "url": other + "/x"},
+    ]
+    seed = build_seed({**MANIFEST, "pages": pages}, "m.json")
+    assert seed.pushed_back == [(SITE, 4), (other, 1)]
+    html = reporthtml.page([seed], ["m.json"], None)
+    assert "Origins that pushed back" in html and 'class="totals-pushed-back"' in html
+    assert "Origins that pushed back" not in reporthtml.page(
+        [build_seed(MANIFEST, "m.json")], ["m.json"], None
+    )

@@ -1,0 +1,122 @@
+"""Block pages: challenge and denial pages that must never be stored as the page.
+
+``TRAVERSE_BLOCK_PATTERNS`` are regular expressions searched in the decoded body (the
+HTML source, markup included) of ``html`` responses of any status
+(docs/crawling-real-sites.md, "Sites that push back"). ``BlockPatterns`` compiles
+them once; with none configured ``Judge.blocked`` is a constant ``None`` and costs
+nothing. ``BlockRuns`` counts the ``blocked`` pages in a row of each origin, for
+``TRAVERSE_BLOCK_STOP_AFTER``. Pure: no Scrapy here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+# The ``web`` policy's TRAVERSE_BLOCK_PATTERNS: signatures of the interstitial and
+# denial pages of common bot-protection services, each specific to the page that
+# replaces the content (a page that merely loads the vendor's script or embeds a
+# captcha widget is not matched). What each matches, and where it comes from:
+# docs/crawling-real-sites.md, "Challenge-page signatures". Local ``(?i:...)`` groups
+# only, no global flags, so the list also compiles as one alternation.
+CHALLENGE_PATTERNS: tuple[str, ...] = (
+    # Cloudflare: the "Just a moment..." interstitial and its challenge options object.
+    r"<title>Just a moment\.\.\.</title>",
+    r"window\._cf_chl_opt\b",
+    r"/cdn-cgi/challenge-platform/h/[a-z]/orchestrate/(?:chl_page|managed|jsch)/",
+    # Cloudflare's block page ("Sorry, you have been blocked", errors 1006-1020).
+    r"<title>Attention Required! \| Cloudflare</title>",
+    # Akamai's "Access Denied" page with its reference number.
+    r"(?i:<title>\s*Access Denied\s*</title>)[\s\S]{0,4096}?"
+    r"Reference(?:\s|&#32;)*(?:#|&#35;)\s*\d+(?:\.|&#46;)[0-9a-f]+(?:\.|&#46;)\d+",
+    # DataDome's captcha or interstitial, served from captcha-delivery.com.
+    r"//geo\.captcha-delivery\.com/(?:captcha|interstitial)/",
+    # PerimeterX / HUMAN's "Press & Hold" block page.
+    r"<div id=[\"']px-captcha[\"']",
+    # Imperva / Incapsula: the incident page and its challenge iframe.
+    r"Incapsula incident ID",
+    r"/_Incapsula_Resource\?(?:CWUDNSAI|SWUDNSAI)=",
+    # AWS WAF's challenge interstitial.
+    r"window\.gokuProps\s*=",
+    # Google's "unusual traffic" page (reCAPTCHA-only).
+    r"Our systems have detected unusual traffic from your computer network",
+    # A page whose title is a human check and whose body holds an hCaptcha, reCAPTCHA
+    # or Turnstile widget: challenge-only, not a form that also has a captcha.
+    r"(?i:<title>[^<]{0,80}(?:verify(?:ing)? you are (?:a )?human|are you a robot"
+    r"|human verification|security check)[^<]{0,80}</title>)"
+    r"(?=[\s\S]*?(?:class=[\"'](?:h-captcha|g-recaptcha|cf-turnstile)[\"']))",
+)
+
+
+class BlockPatterns:
+    """Compiled ``TRAVERSE_BLOCK_PATTERNS``: ``blocked(text)`` names the first that matches."""
+
+    def __init__(self, patterns: Iterable[str]) -> None:
+        self.patterns = tuple(patterns)
+        self.compiled = tuple(re.compile(p) for p in self.patterns)
+
+    def __bool__(self) -> bool:
+        return bool(self.patterns)
+
+    def blocked(self, text: str) -> str | None:
+        """The first pattern found in ``text``, or None."""
+        for pattern, compiled in zip(self.patterns, self.compiled, strict=True):
+            if compiled.search(text) is not None:
+                return pattern
+        return None
+
+
+def blocked_message(url: str, status: int, pattern: str) -> str:
+    """The ``blocked`` error's message for an attempt that matched ``pattern``."""
+    return f"HTTP {status} from {url} is a block page (it matches {pattern!r})"
+
+
+def given_up_message(url: str, origin: str, run: int) -> str:
+    return f"{url} not requested: {origin} gave {run} blocked pages in a row"
+
+
+_GIVEN_UP = " blocked pages in a row (TRAVERSE_BLOCK_STOP_AFTER): its queued pages are "
+_GIVEN_UP_END = "recorded blocked without a request"
+
+
+def given_up_warning(origin: str, run: int) -> str:
+    return f"{origin} gave up after {run}{_GIVEN_UP}{_GIVEN_UP_END}"
+
+
+def given_up_origin(warning: str) -> str | None:
+    """The origin a ``given_up_warning`` names; None for any other warning."""
+    if not warning.endswith(_GIVEN_UP_END) or " gave up after " not in warning:
+        return None
+    return warning.split(" gave up after ", 1)[0]
+
+
+class BlockRuns:
+    """Each origin's ``blocked`` pages in a row; with ``stop_after`` > 0, the origins
+    given up once a run reaches it (an origin given up stays so for the crawl)."""
+
+    def __init__(self, stop_after: int) -> None:
+        self.stop_after = stop_after
+        self.runs: dict[str, int] = {}
+        self.given_up: dict[str, int] = {}  # origin -> the run that gave it up
+        self.warned: set[tuple[object, str]] = set()  # (seed, origin) already warned
+
+    def page_blocked(self, origin: str) -> bool:
+        """One more ``blocked`` page on ``origin``; True when this gives the origin up."""
+        run = self.runs[origin] = self.runs.get(origin, 0) + 1
+        if self.stop_after and run >= self.stop_after and origin not in self.given_up:
+            self.given_up[origin] = run
+            return True
+        return False
+
+    def page_answered(self, origin: str) -> None:
+        """A response on ``origin`` that is not a block page ends its run."""
+        if self.runs:
+            self.runs.pop(origin, None)
+
+    def warn_once(self, seed: object, origin: str) -> bool:
+        """True the first time a page of ``seed`` on a given-up ``origin`` asks."""
+        key = (seed, origin)
+        if key in self.warned:
+            return False
+        self.warned.add(key)
+        return True
