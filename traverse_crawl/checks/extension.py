@@ -38,6 +38,7 @@ from traverse_crawl.crawl.items import PageItem
 from traverse_crawl.extraction.items import ExtractedItem
 from traverse_crawl.manifests.pipeline import manifest_path
 from traverse_crawl.meta_keys import ROBOTS, SITEMAP
+from traverse_crawl.operations.exit_status import result_pending
 from traverse_crawl.signals import manifest_written, request_failed
 from traverse_crawl.snapshots.source_ref import parse_source_ref
 from traverse_crawl.snapshots.store import shown_name
@@ -171,6 +172,9 @@ class ChecksExtension:
         task = asyncio.ensure_future(self._seed(seed_id, path))
         self.pending.add(task)
         task.add_done_callback(self.pending.discard)
+        # A seed's manifest may be written after the spider_closed handlers (a bucket's
+        # upload): the stats file and the exit status wait for its checks too.
+        result_pending(self.crawler, task)
         return task
 
     async def _seed(self, seed_id: str, path: str) -> None:

@@ -7,6 +7,7 @@ SIGINT/SIGTERM that let the crawl finish (docs/operations.md, "The stats file").
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import json
 import logging
@@ -20,7 +21,7 @@ from traverse_crawl.config.settings import get_config
 from traverse_crawl.crawl.frontier import Frontier
 from traverse_crawl.crawl.spool import manifest_warnings
 from traverse_crawl.extraction.items import items_path
-from traverse_crawl.operations.exit_status import lost_count
+from traverse_crawl.operations.exit_status import lost_count, output_pending, results_settled
 from traverse_crawl.signals import manifest_written, seed_started
 from traverse_crawl.snapshots.store import shown_name
 from traverse_crawl.stats import inc_lost
@@ -127,15 +128,23 @@ class StatsFileExtension:
             return None
         return items_path(self.items_dir, frontier.seed_id)
 
-    def engine_stopped(self) -> None:
+    def engine_stopped(self) -> asyncio.Future[None]:
+        # Once every seed's checks are in (their results are in the document); the exit
+        # status waits for this write, whose failure is a lost output.
+        task = asyncio.ensure_future(self._write())
+        output_pending(self.crawler, task)
+        return task
+
+    async def _write(self) -> None:
+        await results_settled(self.crawler)
         document = self.document()
         try:
             # Through JSON once, so a value JSON cannot hold is a string, not an error.
             atomic_write_json(self.path, _roundtrip(document))
         except OSError as exc:
             # A lost output like any other (exit status 1). Counted before
-            # LostResultsExitStatus reads the count: this extension's engine_stopped runs
-            # first (its order in EXTENSIONS), and the crawl command reads it afterwards.
+            # LostResultsExitStatus reads the count (it waits for this write), and the
+            # crawl command reads it afterwards.
             inc_lost(self.crawler.stats, STATS_FILE_FAILED)
             logger.error("could not write the stats file %s (%s)", self.path, exc)
             return

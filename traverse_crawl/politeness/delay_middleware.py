@@ -159,5 +159,9 @@ class PolitenessMiddleware:
             pace.answered(took)
         else:
             pace.paced(took)
-        if self.shared is not None and (had or pace.factor):
+        # In a Redis crawl the origin's back-off may have been raised by another worker
+        # since this worker's grant: whenever the ledger's delay was above this worker's
+        # own, the success halves the ledger's back-off, whoever raised it.
+        shared_more = getattr(slot, "shared_delay", 0.0) > slot.delay  # a LedgerSlot's
+        if self.shared is not None and (had or pace.factor or shared_more):
             self.shared.answered(origin, pace.pace, is_success(status))
