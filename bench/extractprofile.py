@@ -11,7 +11,7 @@ thread, and whose ``process_time`` clock charges a function for the other thread
 work) cannot split it. The process line is ``getrusage(RUSAGE_SELF)``: this process's
 threads, not the snapshot writer's process. The same command without
 ``TRAVERSE_EXTRACT`` gives the process CPU to subtract (docs/performance.md,
-"Where extraction's CPU goes in a capture").
+"Extraction").
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ def inc(stats: Stats | None, key: str, count: int = 1) -> None:
 
 
 # Everything the crawl could not keep for good (a manifest, a JOBDIR or Redis commit,
-# a snapshot): the crawl command's exit status 1 (docs/operations.md, "Exit status").
+# a snapshot): the crawl command's exit status 1 (docs/monitoring.md, "Exit status").
 LOST = "traverse/lost"
 # Set when the crawl could not start (an output it cannot write): exit status 2.
 START_REFUSED = "traverse/start_refused"

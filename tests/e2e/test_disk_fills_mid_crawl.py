@@ -2,7 +2,7 @@
 store, the manifest directory and the JOBDIR): the crawl ends with exit status 1, ERROR
 lines naming the cause and no traceback; the manifest is kept in the temporary
 directory's fallback file, and every snapshot written before the disk filled replays
-(docs/operations.md, "Exit status"; docs/snapshots.md, "Write failures")."""
+(docs/monitoring.md, "Exit status"; docs/snapshots.md, "Write failures")."""
 
 from __future__ import annotations
 

@@ -307,7 +307,7 @@ def test_the_stats_file_is_written_after_a_graceful_stop(server, tmp_path):
 def test_the_help_shows_the_exit_status_table_of_the_docs():
     run = scrapy("crawl", "traverse", "-h")
     assert run.returncode == 0, run.stderr
-    docs = (REPO / "docs" / "operations.md").read_text(encoding="utf-8")
+    docs = (REPO / "docs" / "monitoring.md").read_text(encoding="utf-8")
     for status in ("0", "1", "2"):
         assert [x for x in run.stdout.splitlines() if x.startswith(f"  {status}  ")]
         assert f"| {status} |" in docs

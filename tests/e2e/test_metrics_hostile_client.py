@@ -1,6 +1,6 @@
 """A ``/metrics`` client that pipelines requests and never reads its answers costs the
 crawl nothing it would notice: pages keep reaching the site at the crawl's own pace and
-the crawl's memory stays where it was (docs/operations.md, "Scraping the metrics")."""
+the crawl's memory stays where it was (docs/monitoring.md, "Scraping the metrics")."""
 
 from __future__ import annotations
 

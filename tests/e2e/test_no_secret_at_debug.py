@@ -1,7 +1,8 @@
 """No object-store credential in any log line at any level: a crawl into a bucket at
 ``LOG_LEVEL=DEBUG`` (botocore's own request logging included), in text and in JSON, and its
 ``LOG_FILE``, never show the secret key, the session token, an ``Authorization`` or
-``X-Amz-Security-Token`` header or a request's signature (docs/operations.md)."""
+``X-Amz-Security-Token`` header or a request's signature (docs/monitoring.md, "Shipping the
+logs")."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Every output a crawl writes is checked before the first request: an items directory,
 a WARC directory or a stats file's directory that is a regular file or read-only, and a
 metrics host that is no host name, each stop ``scrapy crawl`` with one line naming the
-setting and exit status 2, no traceback (docs/operations.md, "Exit status")."""
+setting and exit status 2, no traceback (docs/monitoring.md, "Exit status")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """A Redis that answers but cannot serve the crawl: full, password-protected, or holding
 other data under the crawl's keys. One line naming ``REDIS_URL`` each, never a traceback:
-exit 2 at start (nothing was requested), 1 once the crawl ran (docs/operations.md)."""
+exit 2 at start (nothing was requested), 1 once the crawl ran (docs/distributed.md, "What happens on
+each fault")."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 One scrapyd per module, on a free loopback port, with basic auth and every
 directory in tmp (tests/support/scrapyd_harness.py). The project is deployed with
 ``scrapyd-deploy`` from a copy of the working tree; jobs are scheduled through
-``schedule.json`` with ``-d setting=...`` as docs/operations.md shows.
+``schedule.json`` with ``-d setting=...`` as docs/scrapyd.md shows.
 """
 
 from __future__ import annotations

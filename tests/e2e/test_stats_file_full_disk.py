@@ -1,6 +1,6 @@
 """A stats file lost to a disk that filled during the crawl is a lost output like any
 other: an ERROR line naming the file and the cause, counted as lost, exit status 1, no
-traceback (docs/operations.md, "Exit status")."""
+traceback (docs/monitoring.md, "Exit status")."""
 
 from __future__ import annotations
 

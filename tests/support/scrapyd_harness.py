@@ -269,7 +269,7 @@ class Scrapyd:
 
         The target is appended to the copy's scrapy.cfg; its credentials come from
         the environment through scrapyd-client's ``${VAR}`` interpolation, the way
-        docs/operations.md recommends.
+        docs/scrapyd.md recommends.
         """
         with open(project_dir / "scrapy.cfg", "a", encoding="utf-8") as cfg:
             cfg.write(

@@ -16,7 +16,7 @@ from traverse_crawl import meta_keys
 
 ROOT = Path(traverse_crawl.__file__).parent
 DECLARING = ROOT / "meta_keys.py"
-# Its traverse_* strings are Prometheus metric names (docs/operations.md, "Metrics"),
+# Its traverse_* strings are Prometheus metric names (docs/monitoring.md, "Metrics"),
 # not request meta keys.
 METRIC_NAMES = ROOT / "operations" / "metrics.py"
 KEY = re.compile(r"traverse_[a-z0-9_]+")

@@ -12,7 +12,7 @@ is one seed (``TRAVERSE_SOURCE_ID``, else the spider's name): its pages are the
 responses its requests got and their typed failures, its results written at the end.
 
 Each failing check is one WARNING line, counted in ``checks/failed`` (``checks/passed``
-beside it); the crawl then exits 3 unless something was lost (docs/operations.md,
+beside it); the crawl then exits 3 unless something was lost (docs/monitoring.md,
 "Exit status"). ``results(crawler)`` gives the stats file and the metrics each seed's.
 """
 

@@ -62,7 +62,7 @@ def make_directory(name: str, path: str) -> None:
         raise ConfigError(name, f"cannot create {path!r}: {exc.strerror or exc}") from None
 
 
-# The same table as docs/operations.md, "Exit status".
+# The same table as docs/monitoring.md, "Exit status".
 EXIT_STATUS = """\
 Exit status:
   0  the crawl ran, whatever happened to its pages (failed pages are in the

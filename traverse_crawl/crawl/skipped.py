@@ -3,7 +3,8 @@
 The frontier notes a line as it commits a page, so the lines come in the BFS commit
 order of the linking pages, then in link order, whatever the concurrency. They wait in
 the crawl's spool like the pages, and URLs already noted are known by their 64-bit
-hashes (``crawl/queue.py``'s ``HashSet``), so memory stays flat (docs/operations.md).
+hashes (``crawl/queue.py``'s ``HashSet``), so memory stays flat (docs/performance.md,
+"Memory at scale").
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from typing import Any
 from traverse_crawl.demo.server import DemoServer
 
 HERE = Path(__file__).resolve().parent
-# A check that fails makes the crawl's exit status 3 (docs/operations.md): the demo's
+# A check that fails makes the crawl's exit status 3 (docs/monitoring.md, "Exit status"): the demo's
 # checks fail one on purpose.
 CHECK_FAILED = 3
 

@@ -1,1 +1,4 @@
-"""Distributed crawls: many workers of one crawl whose state lives in Redis (docs/operations.md)."""
+"""Distributed crawls: many workers of one crawl whose state lives in Redis.
+
+See docs/distributed.md.
+"""

@@ -201,7 +201,7 @@ class Keys:
 
 
 class Retrying:
-    """Calls that survive a short Redis outage (docs/operations.md, "Distributed crawls").
+    """Calls that survive a short Redis outage (docs/distributed.md, "What happens on each fault").
 
     ``await retrying(fn, *args)`` awaits ``fn(*args)``; while Redis is unreachable it tries
     again with exponential backoff (0.1 s doubling to 2 s), for up to

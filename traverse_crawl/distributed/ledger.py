@@ -3,7 +3,7 @@
 One hash per origin, ``traverse:<crawl id>:ledger:<origin>``, that every worker of the
 crawl consults before it sends a request there, through Lua scripts: the check and
 the claim must be one atomic step for all workers on all machines. Every time is
-Redis's clock, never a worker's (docs/operations.md, "Politeness across workers").
+Redis's clock, never a worker's (docs/distributed.md, "Politeness across workers").
 Nothing here blocks: every call is a coroutine of the asyncio Redis client.
 """
 

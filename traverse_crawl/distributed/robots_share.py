@@ -4,7 +4,7 @@ One hash per origin, ``traverse:<crawl id>:robots:<origin>``: the first worker t
 needs the origin's rules claims the fetch in a Lua script (one atomic step across
 machines, or two workers would both fetch), fetches robots.txt and stores what came
 back; every other worker waits for that copy and parses it itself
-(docs/operations.md, "Politeness across workers").
+(docs/distributed.md, "Politeness across workers").
 """
 
 from __future__ import annotations

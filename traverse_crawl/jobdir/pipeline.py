@@ -1,4 +1,4 @@
-"""``JOBDIR``: the crawl's state on disk, for pause, resume and crashes (docs/operations.md).
+"""``JOBDIR``: the crawl's state on disk, for pause, resume and crashes (docs/long-crawls.md).
 
 ``JOBDIR`` is Scrapy's setting; what is kept in it is ours, one append-only journal
 (``jobdir/journal.py``), and none of Scrapy's own JOBDIR files (docs/architecture.md,
@@ -119,7 +119,7 @@ def resolve_seeds(
     """
     directory = jobdir_path(settings)
     if config.redis.enabled and all(a is None for a in args):
-        return [], None  # a worker that joins a distributed crawl (docs/operations.md)
+        return [], None  # a worker that joins a distributed crawl (docs/distributed.md)
     given = None if directory and all(a is None for a in args) else seeds_from_args(*args)
     if directory is None:
         assert given is not None

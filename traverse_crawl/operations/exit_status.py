@@ -5,7 +5,7 @@ snapshot) is counted in ``traverse/lost``; a feed (an items file) Scrapy could n
 in Scrapy's ``feedexport/failed_count/*``. 2: a bad setting, found by the add-on before
 the crawler process exists (``check_at_command_line``). 3: a data-quality check failed
 (``checks/failed``, docs/checks.md) and nothing was lost. The table of exit statuses is
-in docs/operations.md ("Exit status").
+in docs/monitoring.md ("Exit status").
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def checks_failed(stats: Mapping[str, Any]) -> bool:
 def crawl_status(stats: Mapping[str, Any], process_failed: bool = False) -> int:
     """The exit status of a crawl that ran, by its final stats: 2 when it refused to
     start (an output it could not write), else 1 when something was lost (or the
-    process failed), else 3 when a check failed, else 0 (docs/operations.md)."""
+    process failed), else 3 when a check failed, else 0 (docs/monitoring.md, "Exit status")."""
     if stats.get(START_REFUSED):
         return USAGE
     if process_failed or lost_count(stats):

@@ -1,4 +1,5 @@
-"""``TRAVERSE_LOG_FORMAT=json``: every log line on stderr is one JSON object (docs/operations.md).
+"""``TRAVERSE_LOG_FORMAT=json``: every log line on stderr is one JSON object (docs/monitoring.md,
+"JSON logs").
 
 ``JsonFormatter`` writes ``time`` (ISO 8601, UTC), ``level``, ``logger``, ``message``,
 ``seed`` and ``url`` when the record is about one page, and ``exc`` (the traceback) for

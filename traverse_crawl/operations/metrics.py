@@ -1,4 +1,4 @@
-"""A Prometheus endpoint while the crawl runs (docs/operations.md, "Metrics").
+"""A Prometheus endpoint while the crawl runs (docs/monitoring.md, "Metrics").
 
 The add-on registers ``MetricsExtension`` only when the port is set, so a crawl without it
 never imports prometheus_client. Almost every figure is read when ``/metrics`` is scraped,
@@ -51,7 +51,7 @@ BOUNDS: tuple[float, ...] = tuple(b for b in Histogram.DEFAULT_BUCKETS if b != f
 # A politeness wait runs up to the origin's delay (seconds, or a Crawl-delay) or a
 # retry's backoff: buckets from 10 ms to 5 minutes.
 WAIT_BOUNDS: tuple[float, ...] = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
-# What one client may cost the crawl, whatever it does (docs/operations.md, "Scraping the
+# What one client may cost the crawl, whatever it does (docs/monitoring.md, "Scraping the
 # metrics"): one request per connection, answered and closed; a connection that has not
 # ended this many seconds after it opened (a client that sends slowly, or never reads its
 # answer) is cut; at most this many connections at once, any more are closed unanswered;

@@ -2,7 +2,7 @@
 
 Written atomically (``utils/atomic.py``) once the engine has stopped: after the
 manifests, so each seed's totals are its manifest's, and also after a first
-SIGINT/SIGTERM that let the crawl finish (docs/operations.md, "The stats file").
+SIGINT/SIGTERM that let the crawl finish (docs/monitoring.md, "The stats file").
 """
 
 from __future__ import annotations

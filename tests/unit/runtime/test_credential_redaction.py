@@ -1,5 +1,6 @@
 """An object store's secrets masked in any log line that shows one, whichever logger
-wrote it, and botocore's request dumps given nothing below INFO (docs/operations.md)."""
+wrote it, and botocore's request dumps given nothing below INFO (docs/monitoring.md,
+"Shipping the logs")."""
 
 from __future__ import annotations
 
