@@ -76,6 +76,11 @@ ROWS = [
     # searched in every page (none matches the bench site), and a delay factor of 2 (one
     # request at a time, each after twice the last download time).
     Row("TRAVERSE_POLICY=web", "live", {"TRAVERSE_POLICY": "web"}),
+    # The same policy without the factor's pacing: its per-page work alone. And live one
+    # request at a time, the factor's pacing alone: the factor sends an origin's requests
+    # one by one, where live (TRAVERSE_MIN_DELAY=0) sends eight at once.
+    Row("web, no delay factor", "live", {"TRAVERSE_POLICY": "web", "TRAVERSE_DELAY_FACTOR": "0"}),
+    Row("live, one request at a time", "live", {"CONCURRENT_REQUESTS_PER_DOMAIN": "1"}),
     # The extraction bench's rules (bench/extract.toml: 8 fields, one of them many).
     Row(
         "capture + extraction",
