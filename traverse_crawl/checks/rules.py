@@ -10,20 +10,14 @@ file is a ``ConfigError`` naming ``TRAVERSE_CHECKS`` and the key before any requ
 from __future__ import annotations
 
 import hashlib
-import json
 import math
-import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import regex
 
+from traverse_crawl.config.data_file import parse_data_file, read_data_file
 from traverse_crawl.errors import ERROR_KINDS, ConfigError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 if TYPE_CHECKING:
     from traverse_crawl.extraction.rules import Rules
@@ -91,32 +85,12 @@ class Checks:
 
 def load_checks(path: str) -> Checks:
     """Read and check the checks file at ``path`` (TOML, or JSON by its content)."""
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-    except OSError as exc:
-        raise ConfigError(SETTING, f"cannot read {path!r}: {exc.strerror or exc}") from None
-    return checks_from_bytes(raw, path)
+    return checks_from_bytes(read_data_file(SETTING, path), path)
 
 
 def checks_from_bytes(raw: bytes, source: str = "") -> Checks:
     """Check a checks file's bytes; JSON when it starts with ``{``, else TOML."""
-    where = f" {source!r}" if source else ""
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise ConfigError(SETTING, f"the file{where} is not UTF-8 text") from None
-    try:
-        if text.lstrip().startswith("{"):
-            data = json.loads(text)
-        else:
-            data = tomllib.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(SETTING, f"the file{where} is not valid JSON: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(SETTING, f"the file{where} is not valid TOML: {exc}") from None
-    except RecursionError:
-        raise ConfigError(SETTING, f"the file{where} is nested too deeply") from None
+    data = parse_data_file(SETTING, raw, source)
     return compile_checks(data, "sha256:" + hashlib.sha256(raw).hexdigest(), source)
 
 

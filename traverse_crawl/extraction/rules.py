@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-import json
 import re
-import sys
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -28,12 +26,8 @@ from cssselect import SelectorError
 from lxml import etree
 from parsel.csstranslator import HTMLTranslator
 
+from traverse_crawl.config.data_file import parse_data_file, read_data_file
 from traverse_crawl.errors import ConfigError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 SETTING = "TRAVERSE_EXTRACT"
 ValueType = Literal["string", "number", "integer", "boolean"]
@@ -129,35 +123,12 @@ def shown(value: Any) -> str:
 
 def load_rules(path: str) -> Rules:
     """Read and compile the extraction file at ``path`` (TOML, or JSON by its content)."""
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-    except OSError as exc:
-        raise ConfigError(SETTING, f"cannot read {path!r}: {exc.strerror or exc}") from None
-    return rules_from_bytes(raw, path)
+    return rules_from_bytes(read_data_file(SETTING, path), path)
 
 
 def rules_from_bytes(raw: bytes, source: str = "") -> Rules:
     """Compile an extraction file's bytes; JSON when it starts with ``{``, else TOML."""
-    where = f" {source!r}" if source else ""
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise ConfigError(SETTING, f"the file{where} is not UTF-8 text") from None
-    if text.lstrip().startswith("{"):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(SETTING, f"the file{where} is not valid JSON: {exc}") from None
-        except RecursionError:
-            raise ConfigError(SETTING, f"the file{where} is nested too deeply") from None
-    else:
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(SETTING, f"the file{where} is not valid TOML: {exc}") from None
-        except RecursionError:
-            raise ConfigError(SETTING, f"the file{where} is nested too deeply") from None
+    data = parse_data_file(SETTING, raw, source)
     rules = compile_rules(data, "sha256:" + hashlib.sha256(raw).hexdigest(), source)
     return Rules(rules.types, rules.extractor, rules.source, raw)
 
