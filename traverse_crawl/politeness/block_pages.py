@@ -14,8 +14,6 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-import regex
-
 # The ``web`` policy's TRAVERSE_BLOCK_PATTERNS: signatures of the interstitial and
 # denial pages of common bot-protection services, each specific to the page that
 # replaces the content (a page that merely loads the vendor's script or embeds a
@@ -73,7 +71,9 @@ def _compile(pattern: str) -> Any:
     """The ``regex`` module's compile of ``pattern``, which searches a page for these
     signatures in less than half the time of ``re`` (docs/performance.md, "Modes and
     scenarios"); ``re``'s for a pattern only ``re`` reads (the setting is checked with
-    ``re``)."""
+    ``re``). Imported here: a crawl with no patterns never loads it."""
+    import regex
+
     try:
         return regex.compile(pattern)
     except regex.error:
