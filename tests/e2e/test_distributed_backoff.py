@@ -77,7 +77,10 @@ def test_two_workers_give_an_origin_up_after_its_block_pages_in_a_row(
 ) -> None:
     blocked = [f"/b{n}" for n in range(1, 9)]
     links = "".join(f'<a href="{p}">{p}</a>' for p in blocked)
-    server.site({"/": f"<html><body>{links}</body></html>"})
+    # The seed answers late, so both workers have joined the crawl before its links are
+    # queued (a worker started last on a loaded machine could otherwise find the origin
+    # given up already).
+    server.site({"/": Reply(body=f"<html><body>{links}</body></html>", delay=3.0)})
     server.site({p: f"<p>MARK-CHALLENGE {p}</p>" for p in blocked})
     server.routes["/robots.txt"] = Reply(
         body="User-agent: *\nAllow: /\n", content_type="text/plain"

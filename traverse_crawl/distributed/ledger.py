@@ -71,8 +71,10 @@ local expired = 0
 if v[1] then
   local lease = tonumber(v[2]) or 0
   if lease > now then
-    -- In flight elsewhere: the next start is at least its end plus the delay.
-    return {0, math.max(delay, 1000), 0, delay, bo, run, gone}
+    -- In flight elsewhere: ask again after this worker's own delay, or at most 0.25 s
+    -- while the origin's back-off is longer: a success may halve it by the end.
+    local again = math.max(tonumber(ARGV[2]), math.min(delay, 250000), 1000)
+    return {0, again, 0, delay, bo, run, gone}
   end
   expired = 1
   if lease > last_end then last_end = lease end
