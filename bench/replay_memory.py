@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-READER = b"traverse_crawl.replay.reader_process"
+READER = b"traverse_crawl.replay.reader_child"
 
 
 def page(megabytes: float) -> bytes:

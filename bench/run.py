@@ -709,7 +709,7 @@ BUCKETS: list[tuple[str, str]] = [
     ("sourceRef", r"\(traverse_crawl/snapshots/source_ref"),
     (
         "snapshot store (files, JSON)",
-        r"\(traverse_crawl/(snapshots/(store|file_text|batch_write|writer|writer_process)|utils/atomic)",
+        r"\(traverse_crawl/(snapshots/(store|file_text|batch_write|writer|writer_child)|utils/atomic)",
     ),
     ("Request objects", r"^Request\.__init__ |\(scrapy/http/request/|^Request\.replace "),
     ("scheduler priority queues (pqueues)", r"\((scrapy/pqueues|queuelib/)"),

@@ -39,7 +39,7 @@ def _variant(bench: Bench, name: str) -> Path:
     """A copy of the package whose writer process runs ``VARIANTS[name]`` instead of writing."""
     root = bench.scratch / ("variant-" + name.replace(", ", "-").replace(" ", "-"))
     shutil.copytree(REPO / "traverse_crawl", root / "traverse_crawl")
-    child = root / "traverse_crawl" / "snapshots" / "writer_process.py"
+    child = root / "traverse_crawl" / "snapshots" / "writer_child.py"
     text = child.read_text(encoding="utf-8")
     if text.count(CALL) != 1:
         raise SystemExit(f"writersplit: {child} no longer calls write_batch as {CALL.strip()!r}")
@@ -99,7 +99,7 @@ def _interrupts_per_page(
 #   without its file system work.
 #
 # The copies are made once per bench run in the scratch directory (the package
-# copied, one line of ``snapshots/writer_process.py`` replaced); they are never installed.
+# copied, one line of ``snapshots/writer_child.py`` replaced); they are never installed.
 # Per row: median pages/s and its ratio to ``live``, CPU per page of the crawl
 # process and of the writer process, and how many of the machine's cores were busy
 # while the crawl ran (``/proc/stat``, every process on the machine: the crawl,

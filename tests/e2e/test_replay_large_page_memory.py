@@ -17,7 +17,7 @@ import pytest
 from tests.support.cli import REPO, child_pid, crawl_args, scrapy, scrapy_env
 from tests.support.server import Reply, Server
 
-READER = b"traverse_crawl.replay.reader_process"
+READER = b"traverse_crawl.replay.reader_child"
 UNIT = '<p>words of text <a href="/l{0}">link {0}</a> and more words</p>\n'
 
 

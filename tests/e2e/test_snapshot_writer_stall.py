@@ -18,7 +18,7 @@ from traverse_crawl.snapshots.store import FilesystemSnapshotStore
 
 
 def snapshot_writer_pid(crawl_pid: int) -> int | None:
-    return child_pid(crawl_pid, b"traverse_crawl.snapshots.writer_process")
+    return child_pid(crawl_pid, b"traverse_crawl.snapshots.writer_child")
 
 
 def test_a_stalled_snapshot_writer_is_stopped_and_a_graceful_stop_ends(

@@ -167,7 +167,7 @@ def _writer_child(crawl: int) -> int | None:
                 cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
             except OSError:
                 continue
-            if b"traverse_crawl.snapshots.writer_process" in cmdline:
+            if b"traverse_crawl.snapshots.writer_child" in cmdline:
                 return int(child)
     return None
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 from typing import Any, ClassVar
 
 from scrapy import signals
@@ -27,15 +26,16 @@ class ChildWatch:
     def from_crawler(cls, crawler: Crawler) -> ChildWatch:
         return cls(crawler)
 
-    def child(self) -> subprocess.Popen[bytes] | None:
+    def child(self) -> int | None:
+        """The child's pid, once it runs."""
         raise NotImplementedError
 
     def response(self, **_: Any) -> None:
         self.responses += 1
-        proc = self.child()
-        if proc is None:
+        pid = self.child()
+        if pid is None:
             return
-        if proc.pid not in self.pids:
-            self.pids.append(proc.pid)
+        if pid not in self.pids:
+            self.pids.append(pid)
         if self.responses == self.kill_at:
-            os.kill(proc.pid, signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)

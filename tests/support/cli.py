@@ -55,7 +55,7 @@ def wait_for(condition: Callable[[], object], what: str, timeout: float = 30) ->
 
 def child_pid(parent_pid: int, marker: bytes) -> int | None:
     """A child process of ``parent_pid`` whose command line holds ``marker`` (the crawl's
-    writer processes: ``b"traverse_crawl.warc.writer"``, ...), found through /proc."""
+    writer processes: ``b"traverse_crawl.warc.writer_child"``, ...), found through /proc."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue

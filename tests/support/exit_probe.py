@@ -1,5 +1,5 @@
-"""A child process for ``package_command`` tests: prints, at its exit, how many
-objects are frozen (``gc.get_freeze_count()``)."""
+"""A child process for tests of the crawl's boot command (``utils/child_process.py``):
+prints, at its exit, how many objects are frozen (``gc.get_freeze_count()``)."""
 
 from __future__ import annotations
 

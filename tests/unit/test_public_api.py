@@ -16,8 +16,8 @@ import pytest
 import traverse_crawl
 from tests.support.cli import REPO
 from traverse_crawl.snapshots.model import build_snapshot
-from traverse_crawl.snapshots.writer_process import LENGTH, frame
-from traverse_crawl.utils.framed_pipe import package_command
+from traverse_crawl.utils.child_process import command
+from traverse_crawl.utils.frames import LENGTH, frame
 
 SCRAPY_STACK = ("scrapy", "twisted", "playwright", "scrapy_playwright")
 
@@ -89,8 +89,8 @@ def test_importing_the_package_loads_nothing_of_scrapy():
 @pytest.mark.parametrize(
     ("module", "site_packages"),
     [
-        ("traverse_crawl.snapshots.writer_process", False),
-        ("traverse_crawl.replay.reader_process", True),
+        ("traverse_crawl.snapshots.writer_child", False),
+        ("traverse_crawl.replay.reader_child", True),
     ],
 )
 def test_the_child_processes_import_no_scrapy(module, site_packages):
@@ -102,7 +102,7 @@ def test_the_child_processes_import_no_scrapy(module, site_packages):
 def test_the_writer_process_starts_as_a_capture_starts_it():
     """The capture's own command line (no site-packages) runs the writer to its summary."""
     done = subprocess.run(
-        package_command("traverse_crawl.snapshots.writer_process", False),
+        command("traverse_crawl.snapshots.writer_child", False),
         input=frame({"use_syncfs": False}),  # then EOF: nothing to write
         capture_output=True,
         timeout=60,

@@ -48,7 +48,7 @@ from traverse_crawl.meta_keys import (
     SOURCE_REF,
     WARNINGS,
 )
-from traverse_crawl.replay.reader_process import PageWork
+from traverse_crawl.replay.reader_child import PageWork
 from traverse_crawl.signals import seed_finished, seed_started
 from traverse_crawl.sitemaps.requests import SitemapReader
 from traverse_crawl.snapshots import model as snap

@@ -1,18 +1,20 @@
-"""The crawl's end of the extraction process (``extraction/process_main.py``).
+"""The crawl's end of the extraction process (``extraction/process_child.py``).
 
 ``ExtractionProcess.extract`` sends a page and returns a future, set in order when
 the child's answer comes in on the crawl's event loop: ``(lines, items, warnings)``;
 ``OVERDUE`` for the page the child was killed on (below); or ``None`` when the child
-did not extract the page (its extraction raised, or the child is gone). The caller then
-extracts the page itself, so a lost child costs speed, never an item.
+did not extract the page (its extraction raised, or the child is gone). Its policy on
+loss: the caller then extracts the page itself, so a lost child costs speed, never an
+item.
 
 The child extracts pages in the order they were sent, so the page it works on is the
 oldest unanswered one. ``TRAVERSE_EXTRACT_TIMEOUT`` is checked inside the extraction
 (between fields, and by the ``regex`` module), which a single lxml call (an XPath
-quadratic in a large page's nodes) cannot see; here it is a hard bound: a page
-unanswered for ``overdue_after`` seconds since the child began it gets the child
-killed, ``OVERDUE`` for that page, and ``on_overdue`` is called so that the caller can
-start another child for the pages after it.
+quadratic in a large page's nodes) cannot see; here it is a hard bound, the child's
+stall watchdog (``utils/child_process.py``): a page unanswered for ``overdue_after``
+seconds since the child began it gets the child killed, ``OVERDUE`` for that page, and
+``on_overdue`` is called so that the caller can start another child for the pages
+after it.
 
 ``ExtractionPool`` is the same children and bound for a command with no event loop of
 its own (``scrapy extract``, ``--verify``): pages in, answers out in order, a page past
@@ -24,10 +26,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-import os
-import signal
 import threading
-import time
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -37,9 +36,9 @@ from traverse_crawl.extraction.extractor import (
     encode_items,
     timeout_warning,
 )
-from traverse_crawl.extraction.process_main import Answer
+from traverse_crawl.extraction.process_child import Answer
 from traverse_crawl.extraction.rules import Rules
-from traverse_crawl.utils.framed_pipe import FramedChild, package_command
+from traverse_crawl.utils.child_process import ChildProcess
 
 logger = logging.getLogger("traverse_crawl.extraction")
 
@@ -54,7 +53,7 @@ def overdue_after(timeout: float) -> float:
     return timeout + max(1.0, timeout / 2)
 
 
-class ExtractionProcess(FramedChild):
+class ExtractionProcess:
     def __init__(
         self,
         loop: asyncio.AbstractEventLoop,
@@ -66,29 +65,36 @@ class ExtractionProcess(FramedChild):
         items: bool = True,
         max_item_bytes: int = MAX_ITEM_BYTES_PER_PAGE,
     ) -> None:
-        # OSError if it cannot start: the caller extracts in the crawl.
-        super().__init__(loop, package_command("traverse_crawl.extraction.process_main", True))
         self.waiting: collections.deque[asyncio.Future[Answer | str | None]] = collections.deque()
         self.asked = 0
         self.closing = False
-        self.overdue = False  # killed for a page past the hard bound
-        self.overdue_after = overdue_after
         self.on_overdue = on_overdue
-        self.head_since = 0.0  # when the child began the oldest unanswered page
-        self.watch: asyncio.TimerHandle | None = None
         self.event_loop = loop
         config: dict[str, Any] = {"raw": rules.raw, "source": rules.source,
                                   "max_items": max_items, "timeout": timeout,
                                   "max_item_bytes": max_item_bytes}  # fmt: skip
         if not items:
             config["items"] = False
-        self._send(config)
+        # If it cannot start, it ends at once: the caller extracts in the crawl.
+        self.child = ChildProcess(
+            loop, "traverse_crawl.extraction.process_child", config, self._answers,
+            self._ended, owed=lambda: bool(self.waiting), stall_timeout=overdue_after,
+        )  # fmt: skip
+
+    @property
+    def alive(self) -> bool:
+        return self.child.alive
+
+    @property
+    def overdue(self) -> bool:
+        """Killed for a page past the hard bound."""
+        return self.child.stalled
 
     @property
     def lost(self) -> bool:
-        """The child ended before the crawl let it go (killed, or out of memory), and not
-        for a page past the hard bound."""
-        return self.ended and not self.closing and not self.overdue
+        """The child ended before the crawl let it go (killed, out of memory, or never
+        started), and not for a page past the hard bound."""
+        return self.child.ended and not self.closing and not self.overdue
 
     def extract(
         self,
@@ -100,65 +106,44 @@ class ExtractionProcess(FramedChild):
         seed_url: str | None,
     ) -> asyncio.Future[Answer | str | None]:
         future: asyncio.Future[Answer | str | None] = self.event_loop.create_future()
-        if self.ended:
+        if self.child.ended or self.closing:
             future.set_result(None)
             return future
-        if not self.waiting:
-            self._began()
         self.waiting.append(future)
         self.asked += 1
-        self._send((body, final_url, page_url, page_id, source_ref, seed_url))
+        self.child.send((body, final_url, page_url, page_id, source_ref, seed_url))
         return future
 
     def close(self) -> None:
         """EOF to the child, which exits once it has answered what it was sent."""
         self.closing = True
-        if not self.ended:
-            self._stop_watching()
-            self._release()
-
-    def _began(self) -> None:
-        self.head_since = time.monotonic()
-        if self.watch is None:  # else it looks again when it is due (``_check``)
-            self.watch = self.event_loop.call_later(self.overdue_after, self._check)
-
-    def _check(self) -> None:
-        self.watch = None
-        if self.ended or not self.waiting:
-            return
-        left = self.head_since + self.overdue_after - time.monotonic()
-        if left > 0:
-            self.watch = self.event_loop.call_later(left, self._check)
-            return
-        self.overdue = True
-        try:
-            os.kill(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self._stop_watching()
+        self.child.close()
         self._release()
-        self.on_overdue()
 
-    def _readable(self) -> None:
-        for found in self._frames():
+    async def reap(self, timeout: float = 5.0) -> float | None:
+        """Close, and wait for the child's exit (killed after ``timeout`` s); its CPU
+        seconds, if it said."""
+        self.close()
+        await self.child.reap(timeout)
+        cpu = self.child.summary.get("cpu_s")
+        return float(cpu) if cpu is not None else None
+
+    def _answers(self, answers: list[Any]) -> None:
+        for found in answers:
+            if not self.waiting:
+                return  # closed: its answers are not waited for
             future = self.waiting.popleft()
             if not future.done():
                 future.set_result(found)
-            if self.waiting:
-                self._began()  # the child goes on to the next page
-        if self.answers.eof:
-            self._stop_watching()
-            self._release()
+
+    def _ended(self) -> None:
+        self._release()
+        if self.overdue and not self.closing:
+            self.on_overdue()
 
     def _release(self) -> None:
         """No more answers: the page the child was killed on is ``OVERDUE``, every other
         page still waiting is the caller's to extract."""
-        if self.watch is not None:
-            self.watch.cancel()
-            self.watch = None
-        assert self.proc.stdout is not None
-        if not self.proc.stdout.closed:
-            self.proc.stdout.close()
         waiting, self.waiting = self.waiting, collections.deque()
         for position, future in enumerate(waiting):
             if not future.done():
@@ -216,16 +201,12 @@ class ExtractionPool:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join()
         self.loop.close()
-        for child in [*self.retired, *self.children]:
-            if child is not None:
-                child.reap(timeout=1.0)
         self.children = [None] * len(self.children)
         self.retired.clear()
 
     async def _close(self) -> None:
-        for child in self.children:
-            if child is not None and child.alive:
-                child.close()
+        children = [child for child in [*self.retired, *self.children] if child is not None]
+        await asyncio.gather(*(child.reap(timeout=1.0) for child in children))
 
     async def _all(self, jobs: list[PageJob], slots: int) -> list[Answer | None]:
         tasks = [self._one(position % slots, job) for position, job in enumerate(jobs)]
@@ -242,6 +223,9 @@ class ExtractionPool:
                 return b"", [], [timeout_warning(self.timeout)]
             if isinstance(found, tuple):
                 return found
+            if child.child.start_error is not None:
+                self._no_process(child.child.start_error)
+                return None
             if child.alive:
                 return None  # its extraction raised there: this process reports what it is
             # Killed for another page past the bound, or lost: the next child takes it.
@@ -255,21 +239,22 @@ class ExtractionPool:
             return None
         if child is not None:
             self.retired.append(child)
-        try:
-            child = ExtractionProcess(
-                self.loop, self.rules, self.max_items, self.timeout,
-                overdue_after=overdue_after(self.timeout), on_overdue=lambda: None,
-                items=self.items, max_item_bytes=self.max_item_bytes,
-            )  # fmt: skip
-        except OSError as exc:
-            self.no_process = True
-            logger.warning(
-                "no extraction process could be started (%s); pages are extracted here, "
-                "without the hard bound on a page", exc,
-            )  # fmt: skip
-            return None
+        child = ExtractionProcess(
+            self.loop, self.rules, self.max_items, self.timeout,
+            overdue_after=overdue_after(self.timeout), on_overdue=lambda: None,
+            items=self.items, max_item_bytes=self.max_item_bytes,
+        )  # fmt: skip
         self.children[slot] = child
         return child
+
+    def _no_process(self, error: BaseException) -> None:
+        if self.no_process:
+            return
+        self.no_process = True
+        logger.warning(
+            "no extraction process could be started (%s); pages are extracted here, "
+            "without the hard bound on a page", error,
+        )  # fmt: skip
 
     def _in_this_process(self, job: PageJob) -> Answer:
         if self._here is None:

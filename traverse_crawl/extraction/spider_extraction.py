@@ -40,13 +40,14 @@ from traverse_crawl.extraction.extractor import (
 from traverse_crawl.extraction.from_store import page_key, seed_chunks
 from traverse_crawl.extraction.items import ExtractedItem, items_path, write_items_file
 from traverse_crawl.extraction.process import OVERDUE, ExtractionProcess, overdue_after
-from traverse_crawl.extraction.process_main import Answer
+from traverse_crawl.extraction.process_child import Answer
 from traverse_crawl.manifests.read import read_bytes
 from traverse_crawl.signals import manifest_written
 from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.snapshots.store import open_snapshot_store, shown_name
 from traverse_crawl.stats import inc, inc_lost
 from traverse_crawl.storage.location import is_bucket_url, open_location, spool_directory
+from traverse_crawl.utils.child_process import exit_description
 
 logger = logging.getLogger(__name__)
 
@@ -107,22 +108,16 @@ class SpiderExtraction:
         config = self.config
         assert config.extract is not None
         timeout = config.extract_timeout
-        try:
-            self.process = ExtractionProcess(
-                asyncio.get_event_loop(),
-                config.extract,
-                config.max_items_per_page,
-                timeout,
-                overdue_after=overdue_after(timeout),
-                on_overdue=self._replace_process,
-                max_item_bytes=config.max_item_bytes_per_page,
-            )
-        except OSError as exc:  # no process to be had: every page is extracted here
-            self.process = None
-            logger.warning(
-                "extraction: the extraction process did not start (%s); extracting in "
-                "the crawl process", exc,
-            )  # fmt: skip
+        # If no process can be had, it ends at once: every page is extracted here.
+        self.process = ExtractionProcess(
+            asyncio.get_event_loop(),
+            config.extract,
+            config.max_items_per_page,
+            timeout,
+            overdue_after=overdue_after(timeout),
+            on_overdue=self._replace_process,
+            max_item_bytes=config.max_item_bytes_per_page,
+        )
 
     def _replace_process(self) -> None:
         """The process was killed for a page past the hard bound: another takes the
@@ -168,11 +163,17 @@ class SpiderExtraction:
             elif process.lost and not self.process_lost_logged:
                 self.process_lost_logged = True
                 inc(self.crawler.stats, "extraction/process_lost")
-                logger.warning(
-                    "extraction: the extraction process ended before the crawl (exit status "
-                    "%s); the pages left are extracted in the crawl process",
-                    process.proc.wait(),  # it has closed its end: it is gone, or going
-                )
+                if process.child.start_error is not None:
+                    logger.warning(
+                        "extraction: the extraction process did not start (%s); extracting "
+                        "in the crawl process", process.child.start_error,
+                    )  # fmt: skip
+                else:
+                    logger.warning(
+                        "extraction: the extraction process ended before the crawl (%s); the "
+                        "pages left are extracted in the crawl process",
+                        exit_description(process.child.returncode),
+                    )
         if extraction is None:
             job = partial(
                 self.extractor.extract,
@@ -312,10 +313,10 @@ class SpiderExtraction:
         await self.drain()
         process, self.process = self.process, None
         for retired in self.retired:
-            retired.reap(timeout=1.0)  # killed already
+            await retired.reap(timeout=1.0)  # killed already
         if process is not None:
-            process.close()  # every page's answer is in: the crawl awaited each one
-            cpu = process.reap()
+            # Every page's answer is in: the crawl awaited each one.
+            cpu = await process.reap()
             if cpu is not None:
                 logger.info(
                     "extraction process: %d page(s) extracted, %.2f s of CPU", process.asked, cpu

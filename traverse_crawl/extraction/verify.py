@@ -27,7 +27,7 @@ from typing import Any
 from traverse_crawl.extraction.extractor import MAX_ITEM_BYTES_PER_PAGE, timeout_warning
 from traverse_crawl.extraction.from_store import DAMAGED, UNREAD, read_checked
 from traverse_crawl.extraction.process import ExtractionPool, PageJob
-from traverse_crawl.extraction.process_main import Answer
+from traverse_crawl.extraction.process_child import Answer
 from traverse_crawl.extraction.rules import Rules
 from traverse_crawl.snapshots.source_ref import parse_source_ref
 from traverse_crawl.snapshots.store import SnapshotStore

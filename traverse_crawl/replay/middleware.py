@@ -34,7 +34,7 @@ from traverse_crawl.meta_keys import (
     WARNINGS,
 )
 from traverse_crawl.replay.reader import Read, ReplayReader
-from traverse_crawl.replay.reader_process import Answer, unusable
+from traverse_crawl.replay.reader_child import Answer, unusable
 from traverse_crawl.snapshots.model import BINARY_TYPES, MEDIA_TYPES, Snapshot, with_flags
 from traverse_crawl.snapshots.store import open_snapshot_store
 from traverse_crawl.stats import inc, inc_lost
@@ -80,16 +80,11 @@ class ReplayMiddleware:
     # -- the reader ----------------------------------------------------------
 
     def _start(self) -> None:
-        try:
-            loop = asyncio.get_event_loop()
-            location = self.store.location
-            bucket = location.describe() if isinstance(location, BucketLocation) else None
-            self.reader = ReplayReader(
-                loop, self.store.root, self.max_links, self._ready, bucket=bucket
-            )
-        except OSError as exc:  # no process to be had: every page is read here
-            logger.warning("replay: the reader process did not start (%s); reading here", exc)
-            return
+        location = self.store.location
+        bucket = location.describe() if isinstance(location, BucketLocation) else None
+        self.reader = ReplayReader(
+            asyncio.get_event_loop(), self.store.root, self.max_links, self._ready, bucket=bucket
+        )  # if no process can be had, every page is read here (``ReplayReader``)
         self.crawler.signals.connect(self._scheduled, signal=signals.request_scheduled)
         self.crawler.signals.connect(self._close, signal=signals.spider_closed)
         self.crawler.signals.connect(self._reap, signal=signals.engine_stopped)
@@ -98,11 +93,11 @@ class ReplayMiddleware:
         if self.reader is not None:
             self.reader.close()  # it exits meanwhile; reaped once the engine has stopped
 
-    def _reap(self) -> None:
+    async def _reap(self) -> None:
         reader, self.reader = self.reader, None
         if reader is None:
             return
-        cpu = reader.reap()
+        cpu = await reader.reap()
         if cpu is not None:
             logger.info(
                 "replay reader process: %d page(s) read ahead, %.2f s of CPU", reader.asked, cpu

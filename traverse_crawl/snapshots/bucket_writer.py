@@ -3,7 +3,7 @@
 Each object is a PUT, a round trip to the endpoint: the files are put as they come,
 up to ``IN_FLIGHT`` at once on botocore's thread-safe client, rather than batch by
 batch (a batch would wait for its slowest PUT before the next one starts). Answers
-keep the protocol of ``snapshots/writer_process.py``: frames of results in the order
+keep the protocol of ``snapshots/writer_child.py``: frames of results in the order
 the files were given, each sent as soon as every file before it is answered. A PUT
 is atomic, so a file is either wholly in the bucket or not at all; a file is reported
 written only once its PUT has succeeded (retried meanwhile: ``TRAVERSE_S3_RETRY``).
@@ -32,7 +32,7 @@ def serve(
     send: Callable[[int, Any], bool],
     failure: Callable[[BaseException | None], Any],
 ) -> bool:
-    """Put every ``(key, snapshot)`` read from ``frames`` (writer_process's ``Frames``)
+    """Put every ``(key, snapshot)`` read from ``frames`` (``utils/frames.py``)
     until EOF, answering with ``send`` and ``failure`` (its own: it imports this module);
     False once the crawl stopped listening (the objects are still written)."""
     location = BucketLocation.from_description(bucket)

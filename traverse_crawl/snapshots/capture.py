@@ -20,7 +20,7 @@ from traverse_crawl.errors import ConfigError
 from traverse_crawl.fetch import urls
 from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.snapshots.store import open_snapshot_store
-from traverse_crawl.snapshots.writer import Delivered, SnapshotWriter, WriterLost
+from traverse_crawl.snapshots.writer import Delivered, SnapshotWriter
 from traverse_crawl.stats import inc, inc_lost
 from traverse_crawl.storage.bucket import BucketLocation
 
@@ -72,7 +72,6 @@ class Capture:
         self.crawler = crawler  # its stats collector is read when counting
         self.stall_timeout = get_config(crawler).snapshot_stall_timeout
         self.writer: SnapshotWriter | None = None
-        self.unavailable: BaseException | None = None  # the writer process could not start
         self.closed = False
         self.failures = 0
         self.by_ref: dict[str, Write] = {}  # writes not yet answered, by sourceRef
@@ -83,16 +82,14 @@ class Capture:
     # -- the writer process --------------------------------------------------
 
     def open(self) -> None:
-        """Start the writer process (once; a submit starts it if nothing has)."""
-        if self.writer is not None or self.unavailable is not None or self.closed:
+        """Start the writer process (once; a submit starts it if nothing has). If no
+        process can be had (a limit), every page gets the warning (``WriterLost``)."""
+        if self.writer is not None or self.closed:
             return
-        try:
-            self.writer = SnapshotWriter(
-                asyncio.get_event_loop(), self._delivered, bucket=self.bucket,
-                stall_timeout=self.stall_timeout,
-            )  # fmt: skip
-        except OSError as exc:  # no process to be had (a limit): every page gets the warning
-            self.unavailable = WriterLost(f"the snapshot writer process did not start: {exc}")
+        self.writer = SnapshotWriter(
+            asyncio.get_event_loop(), self._delivered, bucket=self.bucket,
+            stall_timeout=self.stall_timeout,
+        )  # fmt: skip
 
     async def close(self) -> None:
         """Let the writer finish what it was given and exit (every item has been through)."""
@@ -128,7 +125,7 @@ class Capture:
             if self.writer is None:
                 self.open()
             if self.writer is None:
-                raise self.unavailable or RuntimeError("the snapshot writer is closed")
+                raise RuntimeError("the snapshot writer is closed")
             self.writer.submit(write, path, snapshot)
         except Exception as exc:  # a name that cannot be a file, no writer: the page's warning
             self._answer(write, exc)

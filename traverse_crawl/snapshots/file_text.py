@@ -1,7 +1,7 @@
 """A snapshot file's bytes: Traverse's ``JSON.stringify(toDiskShape(s), null, 2)``.
 
 Apart from ``snapshots/store.py`` so that the capture's writer process
-(``snapshots/writer_process.py``), which renders every page's file, imports only
+(``snapshots/writer_child.py``), which renders every page's file, imports only
 this and the standard library: its start-up is paid by every capture.
 """
 

@@ -5,7 +5,8 @@ Scrapy's ``response_downloaded`` signal, sent before any downloader middleware's
 ``process_response``: the payload as received, before content decoding, and the
 request the handler sent, so robots.txt, redirect hops and retries are written too.
 The reactor thread only takes what a record needs and hands it to one writer
-process over a pipe (``warc/writer.py``); a failed write never stops the crawl.
+process over a pipe (``warc/writer.py``, ``warc/writer_child.py``); a failed write
+never stops the crawl.
 A page's ``metadata`` record follows once its item has passed the pipelines, or,
 for a request that is not a frontier page, once its response reaches the spider.
 """
@@ -23,6 +24,7 @@ from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
+from twisted.internet.defer import Deferred
 
 from traverse_crawl.config.settings import get_config
 from traverse_crawl.crawl.robots_meta import bot_token, decoded_head, robots_meta
@@ -46,8 +48,8 @@ from traverse_crawl.version import __version__
 from traverse_crawl.warc import records as warc
 from traverse_crawl.warc.digests import migrate
 from traverse_crawl.warc.export import metadata_fields
-from traverse_crawl.warc.writer import Exchange, Metadata, RawHeaders, Summary
-from traverse_crawl.warc.writer_pipe import WriterPipe, frame
+from traverse_crawl.warc.writer import WarcWriter
+from traverse_crawl.warc.writer_child import Exchange, Metadata, RawHeaders, Summary, job_frame
 
 logger = logging.getLogger(__name__)
 
@@ -115,7 +117,7 @@ class WarcWriterExtension:
         self.token = bot_token(config.user_agent) if config.robots_meta == "obey" else None
         self.blocks = pushback(crawler)  # TRAVERSE_BLOCK_PATTERNS: block pages are not written
         self.loop = asyncio.get_event_loop()
-        self.writer: WriterPipe | None = self._start()  # OSError: the crawl cannot start
+        self.writer: WarcWriter | None = self._start()
         self.restarts = 0
         self.failed_writers = 0  # writers that died or stalled: what they had not written is lost
         self.paused = False
@@ -259,8 +261,8 @@ class WarcWriterExtension:
 
     # -- the writer process -------------------------------------------------------
 
-    def _start(self) -> WriterPipe:
-        return WriterPipe(
+    def _start(self) -> WarcWriter:
+        return WarcWriter(
             self.loop, self.writer_config, self.stall_timeout, self._notice, self._writer_failed
         )
 
@@ -271,7 +273,7 @@ class WarcWriterExtension:
         if self.writer is None:
             self.lost += 1
             return
-        self.writer.send(frame(job))  # kept for a new writer if this one is gone
+        self.writer.send(job_frame(job))  # kept for a new writer if this one is gone
         if self.writer is not None and self.writer.backlog > MAX_PENDING and not self.paused:
             self._pause()
 
@@ -303,10 +305,7 @@ class WarcWriterExtension:
         self.lost += partly
         self.writer = None
         if self.restarts < MAX_RESTARTS:
-            try:
-                self.writer = self._start()
-            except OSError as exc:
-                logger.error("the WARC writer process could not be restarted: %s", exc)
+            self.writer = self._start()  # one that cannot start is gone in turn
         if self.writer is None:
             self.lost += len(jobs)
             logger.error(
@@ -325,17 +324,22 @@ class WarcWriterExtension:
             self.writer.send(data)
 
     async def spider_closed(self, **_: Any) -> None:
-        summary = await self.writer.close() if self.writer is not None else Summary()
-        self._count(summary)
+        if self.writer is None:
+            self._count(Summary())
+        else:
+            await self._finish(self.writer)
 
-    def _reactor_stopping(self) -> None:
+    def _reactor_stopping(self) -> Deferred[None] | None:
         """A stop signal that comes while the spider closes makes Scrapy stop the reactor
-        without waiting for ``spider_closed`` to end: the writer is waited for here, with
-        the same bound, so a stalled one is killed and what it lost counted."""
+        without waiting for ``spider_closed`` to end: the reactor's shutdown waits for
+        the writer here, with the same bound, so a stalled one is killed and what it
+        lost counted."""
         if self.closed or self.writer is None:
-            return
-        self.writer.abandon()
-        self._count(self.writer.summary or Summary())
+            return None
+        return Deferred.fromFuture(asyncio.ensure_future(self._finish(self.writer)))
+
+    async def _finish(self, writer: WarcWriter) -> None:
+        self._count(await writer.close())
 
     def _count(self, summary: Summary) -> None:
         if self.closed:

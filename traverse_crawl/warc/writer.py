@@ -1,214 +1,122 @@
-"""The WARC writer process: records built, hashed, compressed and appended off the crawl.
+"""The crawl's end of the WARC writer process (``warc/writer_child.py``).
 
-A process, not a thread: a capture is bound by its one reactor thread, and a writer
-thread shares the GIL with it (warcio's record building is Python code); that cost
-the crawl about 1 ms of wall time per page beyond the 0.4 ms the records themselves
-cost. The crawl (``warc/writer_pipe.py``) only pickles what a record needs onto a pipe.
+Jobs go down the child's stdin (``utils/child_process.py``) without ever blocking the
+crawl's event loop; ``backlog`` says how much waits in memory, so the crawl can pause
+while the writer is behind. The child answers how many jobs it has written, its
+failures as they happen and, at the end, its summary. A writer that answers nothing
+for ``stall_timeout`` seconds (``TRAVERSE_WARC_STALL_TIMEOUT``) while jobs wait, or
+while it finishes after ``close``, is killed, so a stop always ends. Its policy on loss
+is the extension's (``warc/extension.py``): ``gone`` is called once for a writer that
+dies or stalls before ``close``, and a new one takes the jobs this one never got a
+byte of (``unsent``).
 """
 
 from __future__ import annotations
 
-import json
-import pickle
-import resource
-import signal
-import struct
-import sys
-from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
-from typing import IO, TYPE_CHECKING, Any, NamedTuple
+import asyncio
+import collections
+from collections.abc import Callable
+from typing import Any
 
-from traverse_crawl.snapshots.source_ref import build_source_ref
-from traverse_crawl.warc import records as warc
-from traverse_crawl.warc.digests import DigestIndex
-
-if TYPE_CHECKING:
-    from traverse_crawl.snapshots.model import Snapshot
-
-_LENGTH = struct.Struct(">I")
-_ID = "WARC-Record-ID"
-# The protocol: frames on the child's stdin of a 4-byte big-endian length, then a
-# pickle of builtins: first the file settings, then one ``Exchange`` or ``Metadata``
-# per job, written in order. On stdout, one JSON object a line: ``{"notice": text}``
-# for a failure when it happens (the crawl logs it: the child prints nothing on
-# stderr, which may be the crawl's JSON log), and at EOF (the crawl closed the pipe,
-# or died), once the open file is closed and renamed, ``{"summary": Summary}``.
-# It ignores SIGINT and SIGTERM: the crawl closes the pipe once its graceful shutdown
-# is done, and the child then finishes the records it was given (a SIGKILL of both
-# leaves at most the last record of the ``.open`` file incomplete). The crawl's end
-# is ``warc/writer_pipe.py``.
-RawHeaders = list[tuple[bytes, list[bytes]]]  # Scrapy's Headers.items(): name, values
+from traverse_crawl.utils.child_process import ChildProcess
+from traverse_crawl.warc.writer_child import Summary
 
 
-class Exchange(NamedTuple):
-    """One download: the request sent and the response (or 304) received."""
-
-    key: int  # the crawl's number for it; a page's ``Metadata`` names it
-    time: float  # when it was received (UNIX seconds), the records' WARC-Date
-    url: str
-    status: int
-    protocol: str
-    headers: RawHeaders
-    body: bytes
-    truncated: bool
-    method: str
-    request_headers: RawHeaders
-    request_body: bytes
-    prior: Snapshot | None  # the stored snapshot a 304 revalidated: a revisit
-    page: bool  # a page's response: its Metadata follows
-    supersedes: int | None  # the same page's earlier hop (a redirect), no Metadata follows
-
-
-class Metadata(NamedTuple):
-    """A page's metadata record, after its last response (``key``)."""
-
-    key: int
-    time: float
-    url: str
-    fields: dict[str, Any]
-    source_ref: str
-
-
-@dataclass
-class Summary:
-    records: int = 0
-    files: int = 0
-    failures: int = 0
-    error: str = ""  # the first failure
-    cpu_s: float = 0.0  # the writer process's own CPU time (user + system)
-
-
-def date(moment: float) -> str:
-    return warc.warc_date(datetime.fromtimestamp(moment, timezone.utc))
-
-
-def header_pairs(raw: RawHeaders) -> warc.Headers:
-    """Scrapy's order and casing, one pair per value."""
-    return [(name.decode("latin-1"), v.decode("latin-1")) for name, values in raw for v in values]
-
-
-class Writer:
-    """The child's side: what the extension's writer thread did before."""
+class WarcWriter:
+    """One writer process. ``notice(text)`` for each failure it reports while it
+    runs; ``gone(reason)`` once if it dies or stalls before ``close``."""
 
     def __init__(
         self,
-        directory: str,
-        prefix: str,
-        max_size: int,
-        info: dict[str, str],
-        pid: int,
-        store: str,
-        buckets: dict[str, Any] | None = None,
+        loop: asyncio.AbstractEventLoop,
+        config: dict[str, Any],
+        stall_timeout: float,
+        notice: Callable[[str], None],
+        gone: Callable[[str], None],
     ) -> None:
-        # ``buckets``: the ``s3://`` WARC directory and store, if any (warc/bucket_files.py)
-        found = buckets or {}
-        if found.get("warc"):
-            from traverse_crawl.warc.bucket_files import bucket_warc_files
+        self.notice, self.gone = notice, gone
+        self.jobs_sent = 0
+        self.written = 0  # jobs the child says it has written
+        # The jobs not known to be in the pipe whole: (where each ends in the bytes
+        # sent, its frame), so that a new writer can take the ones this one never got.
+        self.unplaced: collections.deque[tuple[int, bytes]] = collections.deque()
+        self.placed = 0  # bytes the pipe had taken, when last looked at
+        self.failed = ""  # why it is gone (died or stalled), once it is
+        self.closing: asyncio.Future[Summary] | None = None
+        self.child = ChildProcess(
+            loop, "traverse_crawl.warc.writer_child", config, self._answers, self._ended,
+            owed=lambda: self.written < self.jobs_sent, stall_timeout=stall_timeout,
+            stall_setting="TRAVERSE_WARC_STALL_TIMEOUT",
+        )  # fmt: skip
 
-            self.files: warc.RollingWarcFiles = bucket_warc_files(
-                found["warc"], prefix=prefix, max_size=max_size, info=info, pid=pid
-            )
-        else:
-            self.files = warc.RollingWarcFiles(directory, prefix, max_size, info, pid)
-        if found.get("store"):
-            from traverse_crawl.warc.bucket_files import bucket_digest_index
+    @property
+    def backlog(self) -> int:
+        """Bytes of jobs waiting in memory for room in the pipe."""
+        return self.child.backlog
 
-            self.digests: DigestIndex = bucket_digest_index(found["store"])
-        else:
-            self.digests = DigestIndex(store, directory)  # in the store, not among the WARCs
-        self.pages: dict[int, tuple[str, warc.Written | None]] = {}  # key -> response written
-        self.summary = Summary()
-
-    def exchange(self, x: Exchange) -> None:
-        when = date(x.time)
-        extra = {_ID: warc.new_record_id()}
-        headers = header_pairs(x.headers)
-        written = None
-        if x.prior is not None:
-            earlier = self.digests.earlier(build_source_ref(x.prior), x.prior)
-            record = warc.revisit_record(x.url, x.status, x.protocol, headers, when, earlier, extra)
-        else:
-            record = warc.response_record(x.url, x.status, x.protocol, headers, x.body, when, extra)
-            if x.truncated:
-                record.rec_headers.add_header("WARC-Truncated", "length")
-            written = warc.written(record)
-        if x.supersedes is not None:
-            self.pages.pop(x.supersedes, None)
-        if x.page:
-            self.pages[x.key] = (extra[_ID], written)
-        request = header_pairs(x.request_headers)
-        sent = warc.request_record(x.url, x.method, request, x.request_body, when, extra[_ID])
-        self.write(sent, record)
-
-    def metadata(self, m: Metadata) -> None:
-        record_id, response = self.pages.pop(m.key, ("", None))
-        self.write(warc.metadata_record(m.url, m.fields, date(m.time), record_id))
-        if m.source_ref and response is not None:
-            self.digests.add(m.source_ref, response)
-
-    def write(self, *records: Any) -> None:
-        before = len(self.files.closed_files)
+    @property
+    def summary(self) -> Summary | None:
+        found = self.child.summary
         try:
-            self.files.write(*records)
-        except Exception as exc:  # the I/O edge: the crawl goes on without these records
-            self.fail(f"WARC write to {self.files.directory} failed: {exc}")
+            return Summary(**found) if found else None
+        except TypeError:
+            return None
+
+    def send(self, data: bytes) -> bool:
+        """Queue one framed job (``writer_child.job_frame``); False once the writer is
+        gone (the job is not kept)."""
+        if self.failed or not self.child.alive:
+            return False
+        self.jobs_sent += 1
+        self.child.send_frame(data)
+        self.unplaced.append((self.child.sent, data))
+        self._place()
+        return True
+
+    def _place(self) -> None:
+        """Forget the jobs the pipe has taken whole: only the others can go to a new
+        writer. Looked at on each job and each answer: once the child is gone, its pipe
+        transport no longer says what it had taken."""
+        if self.child.ended:
             return
-        self.summary.records += len(records)
-        self.summary.files += len(self.files.closed_files) - before
+        self.placed = self.child.sent - self.child.backlog
+        while self.unplaced and self.unplaced[0][0] <= self.placed:
+            self.unplaced.popleft()
 
-    def fail(self, message: str) -> None:
-        self.summary.failures += 1
-        if not self.summary.error:
-            self.summary.error = message
-            _tell({"notice": message})  # now; the crawl logs it, and again at the end
+    def unsent(self) -> tuple[list[bytes], int]:
+        """The jobs the child never got a byte of (another writer can take them), and how
+        many it got only part of (lost)."""
+        if not self.unplaced:
+            return [], 0
+        end, data = self.unplaced[0]
+        partly = int(end - len(data) < self.placed)
+        return [job for _, job in self.unplaced][partly:], partly
 
-    def close(self) -> Summary:
-        before = len(self.files.closed_files)
-        try:
-            self.files.close()
-        except OSError as exc:
-            self.fail(f"WARC file {self.files.path} could not be closed: {exc}")
-        for failed in getattr(self.files, "finish", list)():  # a bucket's uploads
-            self.fail(f"WARC upload failed: {failed}")
-        try:
-            self.digests.close()
-        except OSError as exc:
-            self.fail(f"the payload digests could not be written: {exc}")
-        self.summary.files += len(self.files.closed_files) - before
-        usage = resource.getrusage(resource.RUSAGE_SELF)
-        self.summary.cpu_s = round(usage.ru_utime + usage.ru_stime, 3)
-        return self.summary
+    def _answers(self, answers: list[Any]) -> None:
+        for answer in answers:
+            if isinstance(answer, int):
+                self.written += answer
+            elif isinstance(answer, str):
+                self.notice(answer)
+        self._place()
 
+    def _ended(self) -> None:
+        if self.summary is not None and not self.child.stalled:
+            return
+        self.failed = self.child.how
+        if self.closing is None:
+            self.gone(self.failed)
 
-def _read_frame(stream: IO[bytes]) -> Any:
-    """The next job, or None at EOF (or a frame cut short by the crawl's death)."""
-    head = stream.read(_LENGTH.size)
-    if len(head) < _LENGTH.size:
-        return None
-    (size,) = _LENGTH.unpack(head)
-    data = stream.read(size)
-    return pickle.loads(data) if len(data) == size else None
+    async def close(self) -> Summary:
+        """Hand the child what waits, close its stdin and wait for its summary, while
+        it answers (``stall_timeout``)."""
+        if self.closing is None:
+            self.closing = asyncio.ensure_future(self._close())
+        return await asyncio.shield(self.closing)
 
-
-def main() -> None:
-    """The child process: write the jobs read on stdin until EOF, then the summary."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    stream = sys.stdin.buffer
-    writer = Writer(**_read_frame(stream))
-    while (job := _read_frame(stream)) is not None:
-        try:
-            if isinstance(job, Exchange):
-                writer.exchange(job)
-            else:
-                writer.metadata(job)
-        except Exception as exc:  # a record warcio refuses: skip it, keep the file valid
-            writer.fail(f"WARC record for {job.url} not written: {exc!r}")
-    _tell({"summary": asdict(writer.close())})
-
-
-def _tell(message: dict[str, Any]) -> None:
-    try:
-        print(json.dumps(message), flush=True)
-    except OSError:  # the crawl is gone: nobody to tell
-        pass
+    async def _close(self) -> Summary:
+        await self.child.reap()
+        summary = self.summary
+        if summary is not None and not self.failed:
+            return summary
+        return Summary(failures=1, error=f"the WARC writer process {self.failed or 'ended'}")

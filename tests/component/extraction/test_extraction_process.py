@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import subprocess
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -30,10 +29,10 @@ class ProcessWatch(ChildWatch):
 
     pids: ClassVar[list[int]] = []
 
-    def child(self) -> subprocess.Popen[bytes] | None:
+    def child(self) -> int | None:
         spider: Any = self.crawler.spider
         process = spider.extraction.process
-        return None if process is None else process.proc
+        return None if process is None else process.child.pid
 
 
 def replay_settings(tmp_path: Path, name: str, in_process: bool) -> dict[str, Any]:
@@ -116,4 +115,4 @@ async def test_a_killed_extraction_process_costs_no_item(server, crawl, tmp_path
     assert killed.stats["extraction/process_lost"] == 1
     lost = [r for r in caplog.records if "extraction process ended before" in r.getMessage()]
     assert len(lost) == 1 and lost[0].levelno == logging.WARNING
-    assert "exit status -9" in lost[0].getMessage()
+    assert "(killed by SIGKILL)" in lost[0].getMessage()

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import subprocess
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -45,9 +44,9 @@ class ReaderWatch(ChildWatch):
 
     pids: ClassVar[list[int]] = []
 
-    def child(self) -> subprocess.Popen[bytes] | None:
+    def child(self) -> int | None:
         reader = replay_middleware(self.crawler).reader
-        return None if reader is None else reader.proc
+        return None if reader is None else reader.child.pid
 
 
 def watched(reader: bool, **more: Any) -> dict[str, Any]:

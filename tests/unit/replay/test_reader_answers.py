@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import marshal
 
-from traverse_crawl.replay.reader_process import answer, plain
+from traverse_crawl.replay.reader_child import answer, plain
 from traverse_crawl.snapshots.model import build_snapshot
 from traverse_crawl.snapshots.store import FilesystemSnapshotStore
 

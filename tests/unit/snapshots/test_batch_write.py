@@ -80,7 +80,7 @@ def _write(
         def deliver(results: Delivered) -> None:
             batches.append(results)
             if kill_after is not None and sum(map(len, batches)) >= kill_after:
-                writer.proc.kill()
+                writer.child.kill()
 
         writer = SnapshotWriter(asyncio.get_running_loop(), deliver)
         for i in range(count):
@@ -107,7 +107,7 @@ def test_the_writer_process_answers_every_file_once_in_order_in_batches(tmp_path
     for i in range(total):
         assert Path(store.path(_snapshot(i))).read_bytes() == encode(_snapshot(i))
     assert writer.summary["files"] == total and writer.summary["cpu_s"] > 0
-    assert writer.proc.returncode == 0
+    assert writer.child.returncode == 0
     with pytest.raises(RuntimeError):
         writer.submit(total, str(tmp_path / "late.json"), _snapshot(total))
 

@@ -7,7 +7,8 @@ with extraction ran at half the pages/s. Here it runs on another core. The items
 from the same ``Extractor``, compiled again from the extraction file's bytes, so an
 items file is the same whichever process extracted its pages.
 
-The protocol (the frames of ``snapshots/writer_process.py``): on stdin first
+The protocol (the frames of ``utils/frames.py``; the crawl's side is
+``extraction/process.py``): on stdin first
 ``{"raw": the extraction file's bytes, "source": its path, "max_items": int,
 "timeout": float, "max_item_bytes": int}`` (and ``"items": False`` to be sent no items,
 only the lines: what ``scrapy extract`` needs), then one ``(body, final URL, page URL,
@@ -15,19 +16,18 @@ page id, sourceRef, seed URL)`` per page. On stdout one frame per page, in order
 ``(lines, items, warnings)`` (the page's lines of the items file, its items as plain
 dicts, its page warnings), or ``None`` for a page whose extraction raised (the crawl
 extracts that page itself, and so reports what it finds). If the rules cannot be
-compiled the process exits at once; at EOF on stdin it exits. Imports only the standard
-library and the extraction modules (lxml, regex).
+compiled the process exits at once; at EOF on stdin it sends its summary and exits.
+Imports only the standard library and the extraction modules (lxml, regex).
 """
 
 from __future__ import annotations
 
 import logging
-import signal
 from typing import Any
 
 from traverse_crawl.extraction.extractor import MAX_ITEM_BYTES_PER_PAGE, Extractor, encode_items
 from traverse_crawl.extraction.rules import rules_from_bytes
-from traverse_crawl.snapshots.writer_process import Frames, next_batch, send
+from traverse_crawl.utils.frames import begin, finish, next_batch, send
 
 Answer = tuple[bytes, list[dict[str, Any]], list[str]]
 
@@ -48,25 +48,21 @@ def answer(extractor: Extractor, page: tuple[Any, ...], items: bool = True) -> A
 
 
 def main() -> None:
-    # A Ctrl-C reaches the whole process group; the crawl decides when it is done.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     logging.disable(logging.CRITICAL)  # warnings go back in the answers
-    frames = Frames(0)
-    config = next_batch(frames, 1)
-    if not config:
+    frames, config = begin()
+    if config is None:
         return
     try:
-        rules = rules_from_bytes(config[0]["raw"], config[0]["source"])
+        rules = rules_from_bytes(config["raw"], config["source"])
     except Exception:  # the crawl compiled the same bytes: it extracts every page itself
         return
     extractor = Extractor(
         rules,
-        config[0]["max_items"],
-        config[0]["timeout"],
-        config[0].get("max_item_bytes", MAX_ITEM_BYTES_PER_PAGE),
+        config["max_items"],
+        config["timeout"],
+        config.get("max_item_bytes", MAX_ITEM_BYTES_PER_PAGE),
     )
-    items = bool(config[0].get("items", True))
+    items = bool(config.get("items", True))
     while batch := next_batch(frames, 64):
         for page in batch:
             try:
@@ -75,3 +71,4 @@ def main() -> None:
                 found = None
             if not send(1, found):
                 return
+    finish()

@@ -11,9 +11,6 @@ own functions, so a replay is the same whether a page was read here or in the cr
 from __future__ import annotations
 
 import logging
-import marshal
-import os
-import signal
 from typing import Any, NamedTuple
 
 from traverse_crawl.crawl.links import find_links
@@ -21,15 +18,15 @@ from traverse_crawl.fetch import urls
 from traverse_crawl.snapshots.model import Snapshot, body_bytes, body_matches
 from traverse_crawl.snapshots.source_ref import build_source_ref
 from traverse_crawl.snapshots.store import FilesystemSnapshotStore, SnapshotStore
-from traverse_crawl.snapshots.writer_process import LENGTH, Frames, next_batch
+from traverse_crawl.utils.frames import begin, finish, next_batch, send
 
-# The protocol (the frames of ``snapshots/writer_process.py``): on stdin first
-# ``{"root": store root, "max_links": int or None}``, then one ``(page id, links)`` per
-# page (``links``: whether the crawl reads the page's links; not parsed when it does
-# not). On stdout, for each run of requests taken together (up to MAX_ANSWERS, or
-# about FRAME_BYTES of text), a list of ``Answer`` tuples in request order. At EOF
-# the process exits. Imports only the standard library and the modules above (lxml,
-# ada-url).
+# The protocol (the frames of ``utils/frames.py``; the crawl's side is
+# ``replay/reader.py``): on stdin first ``{"root": store root, "max_links": int or
+# None, "bucket": where or None}``, then one ``(page id, links)`` per page (``links``:
+# whether the crawl reads the page's links; not parsed when it does not). On stdout,
+# for each run of requests taken together (up to MAX_ANSWERS, or about FRAME_BYTES of
+# text), a list of ``Answer`` tuples in request order. At EOF it sends its summary and
+# exits. Imports only the standard library and the modules above (lxml, ada-url).
 MAX_ANSWERS = 16  # pages answered in one frame: the crawl wakes once for them
 FRAME_BYTES = 1 << 20  # or fewer, once their text is this large
 
@@ -116,38 +113,21 @@ def plain(found: Answer) -> tuple[Any, ...]:
     return (snapshot, found.damaged, found.failed, found.body, work)
 
 
-def _send(fd: int, obj: Any) -> bool:
-    """``send`` without joining the length to the data: a large page is not copied."""
-    data = marshal.dumps(obj)
-    try:
-        for part in (LENGTH.pack(len(data)), data):
-            view = memoryview(part)
-            while view:
-                view = view[os.write(fd, view) :]
-    except OSError:
-        return False
-    return True
-
-
 def main() -> None:
-    # A Ctrl-C reaches the whole process group; the crawl decides when it is done.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     # The store's warnings (a damaged file) go back in the answers and are logged by the
     # crawl, where its log is; here they would reach stderr a second time, unformatted.
     logging.disable(logging.CRITICAL)
-    frames = Frames(0)
-    config = next_batch(frames, 1)
-    if not config:
+    frames, config = begin()
+    if config is None:
         return
-    bucket = config[0].get("bucket")
+    bucket = config.get("bucket")
     if bucket:  # the store is in a bucket (storage/bucket.py)
         from traverse_crawl.storage.bucket import BucketLocation
 
         store: SnapshotStore = SnapshotStore(BucketLocation.from_description(bucket))
     else:
-        store = FilesystemSnapshotStore(config[0]["root"])
-    max_links = config[0]["max_links"]
+        store = FilesystemSnapshotStore(config["root"])
+    max_links = config["max_links"]
     while batch := next_batch(frames, MAX_ANSWERS):
         answers, size = [], 0
         for page_id, links_wanted in batch:
@@ -158,8 +138,9 @@ def main() -> None:
             # A text page goes as its bytes only: its text is let go before it is sent.
             del found, text
             if size >= FRAME_BYTES:  # large pages: each goes out as soon as it is read
-                if not _send(1, answers):
+                if not send(1, answers):
                     return
                 answers, size = [], 0
-        if answers and not _send(1, answers):
+        if answers and not send(1, answers):
             return
+    finish()
