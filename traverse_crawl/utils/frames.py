@@ -94,6 +94,15 @@ def next_batch(frames: Frames, limit: int) -> list[Any]:
     return batch
 
 
+def more_within(frames: Frames, timeout: float) -> bool:
+    """Whether more comes (a frame's bytes, or EOF) within ``timeout`` seconds."""
+    if len(frames.buffer) > frames.start or frames.eof:
+        return True
+    poller = select.poll()
+    poller.register(frames.fd, select.POLLIN)
+    return bool(poller.poll(max(0, int(timeout * 1000))))
+
+
 def send(fd: int, obj: Any) -> bool:
     """Write one frame, blocking; False if the crawl is gone. A large one goes without
     joining its length to its data: a large page is not copied."""

@@ -273,7 +273,8 @@ class WarcWriterExtension:
         if self.writer is None:
             self.lost += 1
             return
-        self.writer.send(job_frame(job))  # kept for a new writer if this one is gone
+        if not self.writer.send(job_frame(job)):  # the writer is closing: too late for it
+            self.lost += 1
         if self.writer is not None and self.writer.backlog > MAX_PENDING and not self.paused:
             self._pause()
 

@@ -64,10 +64,10 @@ class WarcWriter:
 
     def send(self, data: bytes) -> bool:
         """Queue one framed job (``writer_child.job_frame``); False once the writer is
-        gone (the job is not kept)."""
-        if self.failed or not self.child.alive:
+        gone or closing (the job is not kept)."""
+        if self.failed or not self.child.alive or self.child.closing:
             return False
-        self.jobs_sent += 1
+        self.jobs_sent += 1  # owed before it is sent: the stall watchdog counts it
         self.child.send_frame(data)
         self.unplaced.append((self.child.sent, data))
         self._place()

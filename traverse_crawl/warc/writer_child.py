@@ -8,12 +8,13 @@ cost. The crawl (``warc/writer.py``) only sends what a record needs down a pipe.
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from traverse_crawl.snapshots.source_ref import build_source_ref
-from traverse_crawl.utils.frames import begin, finish, frame, next_batch, send
+from traverse_crawl.utils.frames import begin, finish, frame, more_within, next_batch, send
 from traverse_crawl.warc import records as warc
 from traverse_crawl.warc.digests import DigestIndex
 
@@ -24,8 +25,10 @@ _ID = "WARC-Record-ID"
 # The protocol (the frames of ``utils/frames.py``; the crawl's side is
 # ``warc/writer.py``): on the child's stdin first the file settings (``Writer``'s
 # arguments), then one ``Exchange`` or ``Metadata`` per job as a plain tuple
-# (``job_frame``), written in order. On stdout, after each run of jobs taken together
-# (up to MAX_BATCH), how many were written (an int); a failure's text (a str) when it
+# (``job_frame``), written in order. On stdout, how many jobs it has written since it
+# last said (an int): once it has no job left to write, or every ACK_EVERY seconds while
+# it is busy (so the crawl wakes for it a few times a second, not once a page, and its
+# stall watchdog sees a writer that stops); a failure's text (a str) when it
 # happens (the crawl logs it: the child prints nothing on stderr, which may be the
 # crawl's JSON log); and at EOF (the crawl closed the pipe, or died), once the open
 # file is closed and renamed, its summary (``Summary``). It ignores SIGINT and SIGTERM:
@@ -33,6 +36,7 @@ _ID = "WARC-Record-ID"
 # finishes the records it was given (a SIGKILL of both leaves at most the last record
 # of the ``.open`` file incomplete).
 MAX_BATCH = 64
+ACK_EVERY = 0.1  # seconds
 RawHeaders = list[tuple[bytes, list[bytes]]]  # Scrapy's Headers.items(): name, values
 
 
@@ -189,7 +193,9 @@ def main() -> None:
         return
     writer = Writer(**config)
     listening = True
+    written, said = 0, time.monotonic()
     while batch := next_batch(frames, MAX_BATCH):
+        written += len(batch)
         for fields in batch:
             job = _JOBS[len(fields)](*fields)
             try:
@@ -199,7 +205,11 @@ def main() -> None:
                     writer.metadata(job)
             except Exception as exc:  # a record warcio refuses: skip it, keep the file valid
                 writer.fail(f"WARC record for {job.url} not written: {exc!r}")
-        listening = listening and send(1, len(batch))
+        # Told when due, or when no more comes before: an idle writer owes nothing.
+        left = said + ACK_EVERY - time.monotonic()
+        if left <= 0 or not more_within(frames, left):
+            listening = listening and send(1, written)
+            written, said = 0, time.monotonic()
     summary = asdict(writer.close())
     del summary["cpu_s"]  # ``finish`` says it
     if listening:
