@@ -95,3 +95,42 @@ def test_a_stalled_writer_blocks_nothing_and_a_stop_still_ends(server: Server, t
         not os.path.exists(f"/proc/{stopped}/stat")
         or b"Z" in open(f"/proc/{stopped}/stat", "rb").read().rsplit(b")", 1)[1][:3]
     )
+
+
+def test_a_stalled_writer_does_not_hold_up_a_second_stop_signal(server: Server, tmp_path):
+    """The second signal makes Scrapy stop the reactor while the spider closes: the
+    reactor's shutdown still waits for the writer, with the same bound, and kills it."""
+    proc, warc_dir = start_big_capture(
+        server, tmp_path, 1000, "-s", "TRAVERSE_WARC_STALL_TIMEOUT=3"
+    )
+    stopped = None
+    try:
+        stopped = wait_until(lambda: writer_pid(proc.pid), "the writer process", proc)
+        wait_until(lambda: warc_files(warc_dir), "a first WARC file", proc)
+        os.kill(stopped, signal.SIGSTOP)
+        time.sleep(0.5)  # records pile up for the stopped writer
+        os.kill(proc.pid, signal.SIGTERM)
+        time.sleep(0.5)
+        os.kill(proc.pid, signal.SIGTERM)  # the second: the manifests, then out
+        started = time.monotonic()
+        _, stderr = proc.communicate(timeout=60)
+        took = time.monotonic() - started
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        if stopped is not None:
+            try:
+                os.kill(stopped, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    text = stderr.decode()
+    assert proc.returncode == 1, text[-3000:]
+    assert took < 30, f"the stop took {took:.1f} s"
+    # The stats were written already: the ERROR line says what was lost.
+    killed = [line for line in text.splitlines() if "the WARC writer process" in line]
+    assert any("ERROR" in line and "killed" in line for line in killed), text[-3000:]
+    assert (
+        not os.path.exists(f"/proc/{stopped}/stat")
+        or b"Z" in open(f"/proc/{stopped}/stat", "rb").read().rsplit(b")", 1)[1][:3]
+    )
