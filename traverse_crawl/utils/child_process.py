@@ -102,6 +102,8 @@ class ChildProcess(asyncio.SubprocessProtocol):
         self.idle = True  # nothing owed: the next job starts the stall clock
         self.since = time.monotonic()  # the last answer, or the job after an idle spell
         self.timer: asyncio.TimerHandle | None = None
+        self.exited = False  # reaped
+        self.answered = False  # its stdout closed
         self.done: asyncio.Future[None] = loop.create_future()
         self.send_frame(frame(config))
         self.starting = loop.create_task(self._start(command(module, site_packages)))
@@ -109,12 +111,26 @@ class ChildProcess(asyncio.SubprocessProtocol):
     # -- start ---------------------------------------------------------------
 
     async def _start(self, argv: list[str]) -> None:
+        # The answers come on a pipe of its own, read with ``connect_read_pipe``: the
+        # subprocess transport's own stdout pipe hands each read to the protocol one
+        # turn of the loop later (a ``call_soon``), a turn per answer on the hot path.
+        answers, child_stdout = os.pipe()  # not inherited by any other child
         try:
-            await self.loop.subprocess_exec(
-                lambda: self, *argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None
-            )
+            try:
+                await self.loop.subprocess_exec(
+                    lambda: self, *argv, stdin=subprocess.PIPE, stdout=child_stdout, stderr=None
+                )
+            finally:
+                os.close(child_stdout)
+            pipe = os.fdopen(answers, "rb", buffering=0)
+            answers = -1
+            await self.loop.connect_read_pipe(lambda: _Answers(self), pipe)
         except Exception as exc:  # no process to be had (a limit): the owner's loss policy
+            if answers >= 0:
+                os.close(answers)
             self.start_error = exc
+            self.kill()
+            self.exited = self.answered = True
             self._end()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -224,8 +240,7 @@ class ChildProcess(asyncio.SubprocessProtocol):
 
     # -- the child's answers and end ---------------------------------------------
 
-    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
-        assert isinstance(data, bytes)
+    def answer_data(self, data: bytes) -> None:
         self.frames.feed(data)
         found = self.frames.take(sys.maxsize)
         if not found:
@@ -247,14 +262,20 @@ class ChildProcess(asyncio.SubprocessProtocol):
         self.returncode = self.transport.get_returncode()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        """Every pipe closed and the child reaped."""
+        """Its stdin closed and the child reaped."""
         if self.transport is not None:
             self.returncode = self.transport.get_returncode()
             self.transport.close()
+        self.exited = True
+        self._end()
+
+    def answers_ended(self) -> None:
+        """Its stdout closed: every answer is in."""
+        self.answered = True
         self._end()
 
     def _end(self) -> None:
-        if self.ended:
+        if self.ended or not (self.exited and self.answered):
             return
         self.ended = True
         if self.timer is not None:
@@ -280,3 +301,16 @@ class ChildProcess(asyncio.SubprocessProtocol):
             named = f" ({self.stall_setting})" if self.stall_setting else ""
             return f"answered nothing for {self.stall_timeout:g} s{named} and was stopped"
         return f"ended ({exit_description(self.returncode)})"
+
+
+class _Answers(asyncio.Protocol):
+    """The child's stdout, read by the loop's pipe transport."""
+
+    def __init__(self, child: ChildProcess) -> None:
+        self.child = child
+
+    def data_received(self, data: bytes) -> None:
+        self.child.answer_data(data)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.child.answers_ended()
