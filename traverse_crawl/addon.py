@@ -17,7 +17,8 @@ from scrapy.settings import default_settings as scrapy_defaults
 from scrapy.utils.misc import load_object
 
 from traverse_crawl.config.extras import require_extra
-from traverse_crawl.config.settings import DEFAULTS, POLICIES, TraverseConfig, parse_bool
+from traverse_crawl.config.policies import POLICIES
+from traverse_crawl.config.settings import DEFAULTS, TraverseConfig, parse_bool
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.operations import exit_status, json_log
 from traverse_crawl.rendering.addon import update_render_settings

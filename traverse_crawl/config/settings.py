@@ -17,10 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, TypeVar, get_args
 
+import ada_url
 import cssselect
 
+from traverse_crawl.config.choices import SCOPES, SEEN_KEYS, RobotsMatcher, RobotsPolicy
 from traverse_crawl.config.distributed import DEFAULTS as REDIS_DEFAULTS
 from traverse_crawl.config.distributed import RedisConfig
+from traverse_crawl.config.policies import POLICIES
 from traverse_crawl.config.scrapy_settings import (
     check_scrapy_settings,
     parse_count,
@@ -29,12 +32,7 @@ from traverse_crawl.config.scrapy_settings import (
     parse_size,
     parse_timeout,
 )
-from traverse_crawl.crawl.scope import SCOPES
-from traverse_crawl.crawl.seen_key import SEEN_KEYS
 from traverse_crawl.errors import ConfigError
-from traverse_crawl.fetch import urls
-from traverse_crawl.politeness.block_pages import CHALLENGE_PATTERNS
-from traverse_crawl.politeness.robots import Matcher, Policy
 
 if TYPE_CHECKING:
     from traverse_crawl.checks.rules import Checks
@@ -148,8 +146,11 @@ def parse_origins(name: str, value: Any) -> frozenset[str]:
     """Exact origins such as ``http://127.0.0.1:8000``: no path, query or fragment."""
     origins = set()
     for item in parse_list(name, value):
-        parsed = urls.parse(item)
-        if parsed is None or parsed.protocol not in urls.HTTP_SCHEMES:
+        try:
+            parsed = ada_url.URL(item)  # WHATWG, as the fetch path parses URLs
+        except ValueError:
+            raise ConfigError(name, f"{item!r} is not an http(s) origin") from None
+        if parsed.protocol not in ("http:", "https:"):
             raise ConfigError(name, f"{item!r} is not an http(s) origin")
         if parsed.pathname not in ("", "/") or parsed.search or parsed.hash:
             raise ConfigError(name, f"{item!r} must be an origin, without path or query")
@@ -306,22 +307,6 @@ def parse_patterns(name: str, value: Any) -> tuple[str, ...]:
     return check_patterns(name, parse_list(name, value))
 
 
-# TRAVERSE_POLICY: what each crawl policy sets (docs/crawling-real-sites.md, "Policies").
-# ``traverse`` keeps Traverse's behaviour; ``web`` turns on the rules a crawl of sites
-# one does not know needs. Each value is a default: a setting the user sets wins.
-POLICIES: dict[str, dict[str, Any]] = {
-    "traverse": {},
-    "web": {
-        "TRAVERSE_TRAP_GUARDS": True,
-        "TRAVERSE_SEEN_KEY": "no-tracking",
-        "TRAVERSE_ROBOTS_META": "obey",
-        "TRAVERSE_DELAY_FACTOR": 2,
-        "TRAVERSE_BLOCK_STOP_AFTER": 5,
-        "TRAVERSE_BLOCK_PATTERNS": list(CHALLENGE_PATTERNS),
-    },
-}
-
-
 class Field(NamedTuple):
     setting: str
     default: Any
@@ -338,8 +323,8 @@ FIELDS: dict[str, Field] = {
     "max_depth": Field("TRAVERSE_MAX_DEPTH", 2, parse_whole),
     "min_delay": Field("TRAVERSE_MIN_DELAY", 1.0, parse_delay),
     "robots_obey": Field("ROBOTSTXT_OBEY", True, parse_bool),
-    "robots_policy": Field("TRAVERSE_ROBOTS_POLICY", "fail-open", choice(get_args(Policy))),
-    "robots_matcher": Field("TRAVERSE_ROBOTS_MATCHER", "traverse", choice(get_args(Matcher))),
+    "robots_policy": Field("TRAVERSE_ROBOTS_POLICY", "fail-open", choice(get_args(RobotsPolicy))),
+    "robots_matcher": Field("TRAVERSE_ROBOTS_MATCHER", "traverse", choice(get_args(RobotsMatcher))),
     "robots_crawl_delay_max": Field("TRAVERSE_ROBOTS_CRAWL_DELAY_MAX", 10.0, parse_delay),
     # obey: a page's meta robots and X-Robots-Tag nofollow/noarchive (crawl/robots_meta.py)
     "robots_meta": Field("TRAVERSE_ROBOTS_META", "ignore", choice(get_args(RobotsMetaMode))),
@@ -401,7 +386,7 @@ FIELDS: dict[str, Field] = {
     "request_key_headers": Field("TRAVERSE_REQUEST_KEY_HEADERS", [], parse_list),
     # Each seed's links not admitted, in <manifest name>.skipped.jsonl (crawl/skipped.py).
     "skipped": Field("TRAVERSE_SKIPPED", False, parse_bool),
-    # The preset of crawl-policy defaults (POLICIES above, applied by the add-on).
+    # The preset of crawl-policy defaults (config/policies.py, applied by the add-on).
     "policy": Field("TRAVERSE_POLICY", "traverse", choice(tuple(POLICIES))),
     # What a seed's frontier admits (crawl/scope.py, docs/crawling-real-sites.md).
     "scope": Field("TRAVERSE_SCOPE", "origin", choice(SCOPES)),
@@ -445,8 +430,8 @@ class TraverseConfig:
     max_depth: int
     min_delay: float
     robots_obey: bool
-    robots_policy: Policy
-    robots_matcher: Matcher
+    robots_policy: RobotsPolicy
+    robots_matcher: RobotsMatcher
     robots_crawl_delay_max: float
     robots_meta: RobotsMetaMode
     max_delay: float

@@ -21,8 +21,6 @@ from typing import Any, Protocol
 from traverse_crawl.crawl.seen_key import SeenKey, trap_rule
 from traverse_crawl.fetch import urls
 
-SCOPES = ("origin", "host", "domain", "prefix")
-
 
 @dataclass(frozen=True)
 class PolicySpec:
