@@ -16,6 +16,7 @@ from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 from scrapy.settings import default_settings as scrapy_defaults
 from scrapy.utils.misc import load_object
 
+from traverse_crawl.checks.setting import CHECKS_SETTING
 from traverse_crawl.config.extras import require_extra
 from traverse_crawl.config.policies import POLICIES
 from traverse_crawl.config.settings import DEFAULTS, TraverseConfig, parse_bool
@@ -255,7 +256,7 @@ class Addon:
         if config.metrics_port:
             require_extra("TRAVERSE_METRICS_PORT", "metrics")
             tables += METRICS.items()
-        if config.checks is not None:
+        if CHECKS_SETTING.of(config) is not None:
             tables += CHECKS.items()
         if config.process_tuning:
             tables.append(("EXTENSIONS", PROCESS_TUNING_EXTENSIONS))

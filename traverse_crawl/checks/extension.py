@@ -33,6 +33,7 @@ from scrapy.http import Response
 from traverse_crawl.checks.evaluate import SeedEvaluator
 from traverse_crawl.checks.output import checks_path, document, failure_line, run_seed
 from traverse_crawl.checks.rules import Checks
+from traverse_crawl.checks.setting import CHECKS_SETTING
 from traverse_crawl.config.settings import get_config
 from traverse_crawl.crawl.items import PageItem
 from traverse_crawl.extraction.items import ExtractedItem
@@ -91,10 +92,11 @@ def item_type(item: Any) -> str:
 class ChecksExtension:
     def __init__(self, crawler: Crawler) -> None:
         config = get_config(crawler)
-        if config.checks is None:
+        checks = CHECKS_SETTING.of(config)
+        if checks is None:
             raise NotConfigured
         self.crawler = crawler
-        self.checks: Checks = config.checks
+        self.checks: Checks = checks
         self.config = config
         self.source_field = config.item_source_field
         self.items_dir = config.items_dir if config.extract is not None else None
