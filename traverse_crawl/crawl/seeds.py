@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from traverse_crawl.config.choices import SCOPES
+from traverse_crawl.crawl.scope import SCOPES
 from traverse_crawl.errors import ConfigError, FetchError
 from traverse_crawl.fetch import urls
 from traverse_crawl.snapshots.model import CONTENT_TYPES

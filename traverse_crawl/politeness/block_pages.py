@@ -14,6 +14,9 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+# The web policy's signatures: configuration, defined with the presets.
+from traverse_crawl.config.policies import CHALLENGE_PATTERNS as CHALLENGE_PATTERNS
+
 
 class BlockPatterns:
     """Compiled ``TRAVERSE_BLOCK_PATTERNS``: ``blocked(text)`` names the first that matches."""

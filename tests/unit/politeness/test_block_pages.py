@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from traverse_crawl.config.policies import CHALLENGE_PATTERNS
 from traverse_crawl.politeness.block_pages import (
+    CHALLENGE_PATTERNS,
     BlockPatterns,
     BlockRuns,
     given_up_origin,
