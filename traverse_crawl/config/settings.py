@@ -18,6 +18,7 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Generic, Literal, Protocol, TypeVar, cast, get_args
 
 import ada_url
@@ -419,7 +420,7 @@ class TraverseConfig:
         check_scrapy_settings(settings)  # Scrapy's own settings a crawl relies on
         features = read_features(values)
         redis = RedisConfig.from_settings(settings)
-        return cls(**values, redis=redis, features=features)
+        return cls(**values, redis=redis, features=MappingProxyType(features))
 
 
 # Every setting traverse_crawl reads, the distributed crawl's included: docs/settings.md
