@@ -18,8 +18,9 @@ from scrapy.utils.misc import load_object
 
 from traverse_crawl.checks.setting import CHECKS_SETTING
 from traverse_crawl.config.extras import require_extra
+from traverse_crawl.config.parsers import parse_bool
 from traverse_crawl.config.policies import POLICIES
-from traverse_crawl.config.settings import DEFAULTS, TraverseConfig, parse_bool
+from traverse_crawl.config.settings import DEFAULTS, TraverseConfig
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.operations import exit_status, json_log
 from traverse_crawl.rendering.addon import update_render_settings

@@ -12,13 +12,8 @@ import pytest
 
 from tests.unit.test_imports import PACKAGE, graph
 from traverse_crawl.config.distributed import RedisConfig
-from traverse_crawl.config.settings import (
-    DEFAULTS,
-    TABLE,
-    FeatureSetting,
-    TraverseConfig,
-    parse_data_path,
-)
+from traverse_crawl.config.parsers import parse_data_path
+from traverse_crawl.config.settings import DEFAULTS, TABLE, FeatureSetting, TraverseConfig
 from traverse_crawl.errors import ConfigError
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "settings.md"
