@@ -212,7 +212,9 @@ METRICS: dict[str, dict[str, int | None]] = {
 
 
 # What TRAVERSE_CHECKS adds: each seed's data-quality checks. Only then, so a crawl
-# without it imports nothing of traverse_crawl/checks/.
+# without it imports nothing of traverse_crawl/checks/ but checks/setting.py (which reads
+# the checks file, and the extraction file through extraction/setting.py, as the config
+# is parsed: imported here so that every crawl with the add-on reads them).
 CHECKS: dict[str, dict[str, int | None]] = {
     "EXTENSIONS": {"traverse_crawl.checks.extension.ChecksExtension": 515},
 }
