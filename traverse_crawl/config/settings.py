@@ -216,6 +216,8 @@ class TraverseConfig:
 OWN_SETTINGS = own_settings(TraverseConfig)
 TABLE = table(TraverseConfig)
 DEFAULTS: dict[str, Any] = {row.name: row.default for row in TABLE if row.addon_default}
+# The settings that name a file a feature reads (FeatureSetting), in the table's order.
+FILE_SETTINGS = tuple(row for row in OWN_SETTINGS if row.parse is parse_data_path)
 
 
 class FeatureSetting(Generic[T]):
@@ -232,7 +234,7 @@ class FeatureSetting(Generic[T]):
     """
 
     def __init__(self, setting: str, read: Callable[[str, str, Mapping[str, object]], T]) -> None:
-        if not any(row.name == setting and row.parse is parse_data_path for row in TABLE):
+        if not any(row.name == setting for row in FILE_SETTINGS):
             raise ValueError(f"{setting} is not a setting that names a file")
         self.setting = setting
         self.read = read
@@ -251,9 +253,9 @@ _READERS: dict[str, FeatureSetting[Any]] = {}
 def read_features(values: Mapping[str, Any]) -> dict[str, object]:
     """What each set file setting's feature reads from its file."""
     features: dict[str, object] = {}
-    for row in OWN_SETTINGS:
+    for row in FILE_SETTINGS:
         path = values[row.attr]
-        if row.parse is not parse_data_path or path is None:
+        if path is None:
             continue
         reader = _READERS.get(row.name)
         if reader is None:  # a program error: the feature's module was not imported
