@@ -27,7 +27,7 @@ sys.path.insert(0, os.getcwd())  # the checkout the command runs from
 
 from scrapy.cmdline import execute
 
-from traverse_crawl.crawl import spider as spider_module
+from traverse_crawl import spider as spider_module
 from traverse_crawl.extraction import extractor, spans
 from traverse_crawl.extraction import spider_extraction as in_crawl
 

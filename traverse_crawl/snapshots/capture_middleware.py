@@ -23,9 +23,9 @@ from scrapy.http import Headers, Response
 
 from traverse_crawl.config.settings import get_config
 from traverse_crawl.crawl.items import PageItem
-from traverse_crawl.crawl.robots_meta import RobotsMeta, bot_token, robots_meta
 from traverse_crawl.errors import FetchError
 from traverse_crawl.fetch.attempt import ATTEMPT_KEYS
+from traverse_crawl.fetch.content import resolve_content_type
 from traverse_crawl.meta_keys import (
     HINT,
     PAGE_ID,
@@ -39,6 +39,7 @@ from traverse_crawl.meta_keys import (
     SNAPSHOT_WRITE,
     SOURCE_REF,
 )
+from traverse_crawl.politeness.robots_meta import RobotsMeta, bot_token, robots_meta
 from traverse_crawl.signals import page_captured
 from traverse_crawl.snapshots import model as snap
 from traverse_crawl.snapshots.capture import Capture, capture_of, request_page_id
@@ -233,7 +234,7 @@ def snapshot_of(response: Response) -> snap.Snapshot | FetchError:
         source_id=meta[PAGE_ID],
         url=response.url,
         status=status,
-        content_type="html" if rendered else snap.resolve_content_type(header, meta.get(HINT)),
+        content_type="html" if rendered else resolve_content_type(header, meta.get(HINT)),
         raw_body=response.body,
         content_type_header=header,
         redirects=meta.get(REDIRECTS),

@@ -27,15 +27,13 @@ from traverse_crawl.crawl import spider_settings
 from traverse_crawl.crawl.frontier import Admission, Frontier, Outcome, seed_frontier
 from traverse_crawl.crawl.items import PageItem
 from traverse_crawl.crawl.links import Judge, find_links
-from traverse_crawl.crawl.outcomes import fetch_record
-from traverse_crawl.crawl.robots_meta import RobotsMeta, bot_token, nofollow_lines
 from traverse_crawl.crawl.spool import Spool
-from traverse_crawl.crawl.stop import CrawlStopped
 from traverse_crawl.errors import FetchError
 from traverse_crawl.fetch.exceptions import fetch_error_from_failure
 from traverse_crawl.fetch.request import WhatwgRequest
 from traverse_crawl.jobdir.pipeline import Job, resolve_seeds
 from traverse_crawl.jobdir.state import replay_sitemaps
+from traverse_crawl.manifests.outcomes import fetch_record
 from traverse_crawl.meta_keys import (
     HINT,
     INDEX,
@@ -48,7 +46,9 @@ from traverse_crawl.meta_keys import (
     SOURCE_REF,
     WARNINGS,
 )
+from traverse_crawl.politeness.robots_meta import RobotsMeta, bot_token, nofollow_lines
 from traverse_crawl.replay.reader_process import PageWork
+from traverse_crawl.runtime.stop import CrawlStopped
 from traverse_crawl.signals import seed_finished, seed_started
 from traverse_crawl.sitemaps.requests import SitemapReader
 from traverse_crawl.snapshots import model as snap
@@ -301,7 +301,7 @@ class TraverseSpider(Spider):
         work: PageWork | None = meta.get(REPLAY_WORK)
         # TRAVERSE_SKIPPED: the page's other links too, and those of pages at the depth limit.
         skipped: list[list[Any]] | None = None if frontier.skipped is None else []
-        # TRAVERSE_ROBOTS_META=obey: the capture middleware's verdict (crawl/robots_meta.py).
+        # TRAVERSE_ROBOTS_META=obey: the capture middleware's verdict (politeness/robots_meta.py).
         verdict: RobotsMeta | None = meta.get(ROBOTS_META)
         if verdict is None and self.config.robots_meta == "obey":
             verdict = meta[ROBOTS_META] = page_robots_meta(
