@@ -21,7 +21,7 @@ from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.http import Headers, Response
 
-from traverse_crawl.config.settings import get_config
+from traverse_crawl.config.settings import TraverseConfig, get_config
 from traverse_crawl.crawl.items import PageItem
 from traverse_crawl.errors import FetchError
 from traverse_crawl.fetch.attempt import ATTEMPT_KEYS
@@ -192,6 +192,20 @@ class CaptureMiddleware:
             self.crawler.signals.send_catch_log(
                 page_captured, response=response, snapshot=snapshot, source_ref=ref
             )
+
+
+def page_verdict(
+    response: Response, snapshot: snap.Snapshot, config: TraverseConfig
+) -> RobotsMeta | None:
+    """With TRAVERSE_ROBOTS_META=obey, a page's verdict: the capture middleware's, in the
+    response's meta; else (a project that removed that middleware) judged now, and kept
+    there. None with the default ``ignore``."""
+    meta = response.meta
+    verdict: RobotsMeta | None = meta.get(ROBOTS_META)
+    if verdict is None and config.robots_meta == "obey":
+        token = bot_token(config.user_agent)
+        verdict = meta[ROBOTS_META] = page_robots_meta(response, snapshot, token)
+    return verdict
 
 
 def page_robots_meta(response: Response, snapshot: snap.Snapshot, token: str) -> RobotsMeta:
