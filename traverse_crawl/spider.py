@@ -51,9 +51,8 @@ from traverse_crawl.signals import seed_finished, seed_started
 from traverse_crawl.sitemaps.requests import SitemapReader
 from traverse_crawl.snapshots import model as snap
 from traverse_crawl.snapshots.capture import Write
-from traverse_crawl.snapshots.capture_middleware import page_verdict, snapshot_of
+from traverse_crawl.snapshots.capture_middleware import page_verdict, snapshot_of, source_ref_of
 from traverse_crawl.snapshots.model import Snapshot
-from traverse_crawl.snapshots.source_ref import build_source_ref
 from traverse_crawl.snapshots.store import store_exists
 from traverse_crawl.stats import inc
 from traverse_crawl.storage.location import spool_directory
@@ -326,7 +325,7 @@ class TraverseSpider(Spider):
         # (a project that removed it) they are built here.
         source_ref = meta.get(SOURCE_REF)
         if source_ref is None:
-            source_ref = build_source_ref(snapshot) if work is None else work.source_ref
+            source_ref = source_ref_of(snapshot, meta)
         if self.extraction is not None and snapshot["contentType"] == "html":
             # From the snapshot as stored, before the page is recorded: its warnings
             # (a bound hit) are the page's (docs/extraction.md).

@@ -30,21 +30,13 @@ def discover_links(body: str, page_url: str, seed_origin: str) -> list[str]:
     return find_links(body, page_url, seed_origin)[0]
 
 
-async def find_links_in_turn(
-    body: str,
-    page_url: str,
-    seed_origin: str,
-    max_links: int | None = None,
-    skipped: list[list[Any]] | None = None,
-    judge: Judge | None = None,
-) -> tuple[list[str], list[str]]:
-    """``find_links``, on a running event loop: a large page is parsed in a worker
-    thread (lxml releases the GIL while it parses), so other seeds' requests and a
-    stop signal go on meanwhile; a small one is not worth the hop."""
-    args = (body, page_url, seed_origin, max_links, skipped, judge)
+async def find_links_in_turn(body: str, *args: Any) -> tuple[list[str], list[str]]:
+    """``find_links(body, *args)``, on a running event loop: a large page is parsed in a
+    worker thread (lxml releases the GIL while it parses), so other seeds' requests and
+    a stop signal go on meanwhile; a small one is not worth the hop."""
     if len(body) < THREAD_PARSE_CHARS:
-        return find_links(*args)
-    return await asyncio.to_thread(find_links, *args)
+        return find_links(body, *args)
+    return await asyncio.to_thread(find_links, body, *args)
 
 
 def find_links(

@@ -184,14 +184,19 @@ class CaptureMiddleware:
                 snapshot["xRobotsTag"] = tags  # kept for replay, which has no headers
         ref: str | None = None
         if snapshot is not None:
-            work = meta.get(REPLAY_WORK)  # replay's reader has built the sourceRef already
-            ref = meta[SOURCE_REF] = build_source_ref(snapshot) if work is None else work.source_ref
+            ref = meta[SOURCE_REF] = source_ref_of(snapshot, meta)
             if self.capture is not None:
                 meta[SNAPSHOT_WRITE] = self.capture.submit(snapshot, ref)
         if SEED not in meta:  # the WARC record of a page that is not a frontier page
             self.crawler.signals.send_catch_log(
                 page_captured, response=response, snapshot=snapshot, source_ref=ref
             )
+
+
+def source_ref_of(snapshot: snap.Snapshot, meta: dict[str, Any]) -> str:
+    """The snapshot's sourceRef (replay's reader has built it already)."""
+    work = meta.get(REPLAY_WORK)
+    return build_source_ref(snapshot) if work is None else str(work.source_ref)
 
 
 def page_verdict(
