@@ -178,7 +178,7 @@ ITEM_PIPELINES: dict[str, int | None] = {
 
 EXTENSIONS: dict[str, int | None] = {
     # First SIGINT/SIGTERM: nothing new starts; second: manifests written, then exit.
-    "traverse_crawl.crawl.stop.TwoSignalStop": 100,
+    "traverse_crawl.runtime.stop.TwoSignalStop": 100,
     "traverse_crawl.crawl.progress_extension.ProgressExtension": 510,
     # TRAVERSE_STATS_FILE: the final stats and each seed's totals, once the engine stopped.
     "traverse_crawl.operations.stats_file.StatsFileExtension": 520,

@@ -39,7 +39,7 @@ from traverse_crawl.crawl.items import PageItem
 from traverse_crawl.extraction.items import ExtractedItem
 from traverse_crawl.manifests.pipeline import manifest_path
 from traverse_crawl.meta_keys import ROBOTS, SITEMAP
-from traverse_crawl.operations.exit_status import result_pending
+from traverse_crawl.runtime.pending import result_pending
 from traverse_crawl.signals import manifest_written, request_failed
 from traverse_crawl.snapshots.source_ref import parse_source_ref
 from traverse_crawl.snapshots.store import shown_name
@@ -116,9 +116,9 @@ class ChecksExtension:
         return cls(crawler)
 
     def spider_opened(self, spider: Any) -> None:
-        from traverse_crawl.crawl.spider import TraverseSpider
-
-        self.traverse = isinstance(spider, TraverseSpider)
+        # A spider with seeds (the traverse spider, or one of its subclasses) has their
+        # manifests, as the manifest pipeline decides; any other spider, its own pages.
+        self.traverse = callable(getattr(spider, "frontier", None))
         if not self.traverse:
             self.own_seed = self.config.source_id or spider.name
             self.crawler.signals.connect(self.response_received, signal=signals.response_received)

@@ -9,7 +9,7 @@ from typing import Any
 from traverse_crawl.crawl.scope import SCOPES
 from traverse_crawl.errors import ConfigError, FetchError
 from traverse_crawl.fetch import urls
-from traverse_crawl.snapshots.model import CONTENT_TYPES
+from traverse_crawl.fetch.content import CONTENT_TYPES
 from traverse_crawl.utils.redact import redact_text
 
 

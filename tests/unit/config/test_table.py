@@ -1,4 +1,4 @@
-"""The settings table: every setting in one place, documented, and config below the features."""
+"""The settings table: every setting in one place, documented; the files features read."""
 
 from __future__ import annotations
 
@@ -10,15 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.test_imports import PACKAGE, graph
 from traverse_crawl.config.distributed import RedisConfig
 from traverse_crawl.config.parsers import parse_data_path
 from traverse_crawl.config.settings import DEFAULTS, TABLE, FeatureSetting, TraverseConfig
 from traverse_crawl.errors import ConfigError
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "settings.md"
-# What config/ may import of the package: the layer below it, and itself.
-BELOW_CONFIG = ("config", "utils", "errors")
 
 
 def test_every_attribute_is_one_row_of_the_table():
@@ -47,19 +44,6 @@ def test_the_addon_defaults_are_the_defaults():
     assert "REDIS_URL" not in DEFAULTS and "REDIS_PARAMS" not in DEFAULTS
     assert DEFAULTS["TRAVERSE_CRAWL_ID"] == "traverse"
     assert TraverseConfig.from_settings(DEFAULTS) == TraverseConfig.from_settings({})
-
-
-def test_config_imports_nothing_above_it():
-    """config/ reads settings for every feature and imports none of them (ast: type-only
-    and function-level imports count)."""
-    above = {
-        (module, dep)
-        for module, deps in graph().items()
-        if module.startswith(f"{PACKAGE}.config")
-        for dep in deps
-        if dep.split(".")[1] not in BELOW_CONFIG
-    }
-    assert sorted(above) == []
 
 
 def test_only_a_file_setting_is_read_by_a_feature():
