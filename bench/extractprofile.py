@@ -27,7 +27,7 @@ sys.path.insert(0, os.getcwd())  # the checkout the command runs from
 
 from scrapy.cmdline import execute
 
-from traverse_crawl.crawl import spider as spider_module
+from traverse_crawl.crawl import links
 from traverse_crawl.extraction import extractor, spans
 from traverse_crawl.extraction import spider_extraction as in_crawl
 
@@ -58,7 +58,7 @@ COMPONENTS = [
     (in_crawl, "encode_items", "item lines"),
     (in_crawl.SpiderExtraction, "_keep", "spool"),
     (in_crawl.SpiderExtraction, "_write", "items files"),
-    (spider_module, "find_links", "link discovery"),
+    (links, "find_links", "link discovery"),
 ]
 
 

@@ -1,7 +1,7 @@
 """CPU per page of each mode and each optional feature, in one table.
 
     .venv/bin/python bench/run.py features [--runs 3] [--pages 2000] [--baseline DIR]
-        [--feature "LABEL:MODE:NAME=VALUE[,NAME=VALUE...]"]...
+        [--feature "LABEL:MODE:NAME=VALUE[,NAME=VALUE...]"]... [--only TEXT]...
 
 What it measures and how: the comment above ``run``.
 """
@@ -20,10 +20,12 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from bench.origins import ManyOrigins, crawl_origins  # noqa: E402
 from bench.run import Bench, Run, summary  # noqa: E402
 
 # A feature's settings, written with these names, get a path of the run's own.
 RUN_DIR = "{run}"
+DEFAULTS = "defaults, default politeness"
 
 
 @dataclass
@@ -34,6 +36,10 @@ class Row:
     mode: str = "live"
     settings: dict[str, str] = field(default_factory=dict)
     needs: str = ""  # a program that must be on PATH (redis-server)
+    # Crawled on the many-origins site at the default politeness (bench/origins.py)
+    # instead of the one origin at TRAVERSE_MIN_DELAY=0.
+    origins: bool = False
+    base: str = "live (rendering off)"  # the row its ratio is taken against
 
     def extra(self, work: Path, run_id: str) -> list[str]:
         return [
@@ -81,6 +87,13 @@ ROWS = [
     # one by one, where live (TRAVERSE_MIN_DELAY=0) sends eight at once.
     Row("web, no delay factor", "live", {"TRAVERSE_POLICY": "web", "TRAVERSE_DELAY_FACTOR": "0"}),
     Row("live, one request at a time", "live", {"CONCURRENT_REQUESTS_PER_DOMAIN": "1"}),
+    # The same two policies at the default politeness, where the delay paces every crawl
+    # and the factor adds no wait (twice a loopback download is far below 1 s): 200
+    # loopback origins, 10 pages each, TRAVERSE_MIN_DELAY=1. A paced crawl costs more CPU
+    # per page than the rows above (the event loop wakes for each page instead of
+    # serving many per turn), for both rows alike.
+    Row(DEFAULTS, origins=True, base=DEFAULTS),
+    Row("web, default politeness", "live", {"TRAVERSE_POLICY": "web"}, origins=True, base=DEFAULTS),
     # The extraction bench's rules (bench/extract.toml: 8 fields, one of them many).
     Row(
         "capture + extraction",
@@ -157,6 +170,10 @@ def sitemap(root: Path, pages: int) -> None:
 def run(bench: Bench) -> dict[str, Any]:
     args = bench.args
     rows = [*ROWS, *(parse_feature(f) for f in args.feature)]
+    if args.only:
+        chosen = {r.label for r in rows if any(text in r.label for text in args.only)}
+        chosen |= {r.base for r in rows if r.label in chosen}  # a ratio needs its base row
+        rows = [r for r in rows if r.label in chosen]
     sides: dict[str, Path | None] = {"this": None}
     if args.baseline is not None:
         sides["baseline"] = args.baseline
@@ -182,6 +199,7 @@ def run(bench: Bench) -> dict[str, Any]:
     pages = bench.site.pages
     stores = {side: bench.scratch / f"features-store-{side}" for side in sides}
     runs: dict[tuple[str, str], list[Run]] = {(r.label, s): [] for r, s in plan}
+    origins: ManyOrigins | None = None
     print(f"\n== features: {pages} pages, {args.runs} runs each (+{args.warmup} warm-up) ==")
     try:
         for i in range(args.warmup + args.runs):
@@ -197,6 +215,21 @@ def run(bench: Bench) -> dict[str, Any]:
                     s.replace("{redis}", redis.url if redis else "")
                     for s in row.extra(work, f"{side}-{i}")
                 ]
+                if row.origins:
+                    if origins is None:
+                        origins = ManyOrigins(bench.site.root, args.origins)
+                        origins.start()
+                    done = crawl_origins(
+                        bench,
+                        origins,
+                        f"features-{side}-origins-{i}",
+                        args.origin_pages,
+                        settings=extra,
+                        cwd=sides[side],
+                    )
+                    if bench.check(done, args.origins * args.origin_pages) and i >= args.warmup:
+                        runs[(row.label, side)].append(done)
+                    continue
                 done = bench.traverse(
                     f"features-{side}-{row.mode}-{i}",
                     mode=row.mode,
@@ -210,21 +243,24 @@ def run(bench: Bench) -> dict[str, Any]:
     finally:
         if redis is not None:
             redis.stop()
-    return _table(runs, list(sides))
+        if origins is not None:
+            origins.cleanup()
+    return _table(runs, list(sides), {row.label: row.base for row in rows})
 
 
-def _table(runs: dict[tuple[str, str], list[Run]], sides: list[str]) -> dict[str, Any]:
+def _table(
+    runs: dict[tuple[str, str], list[Run]], sides: list[str], bases: dict[str, str]
+) -> dict[str, Any]:
     table: dict[str, dict[str, Any]] = {}
     for (label, side), done in runs.items():
         if done:
             table.setdefault(label, {})[side] = summary(done)
-    live = {side: table.get("live (rendering off)", {}).get(side) for side in sides}
 
     def cell(label: str, side: str) -> str:
         s = table[label].get(side)
         if s is None:
             return f"{'-':>28}"
-        base = live.get(side)
+        base = table.get(bases.get(label, ""), {}).get(side)
         ratio = s["cpu_ms_per_page"] / base["cpu_ms_per_page"] if base else 0.0
         return (
             f"{s['cpu_ms_per_page']:>6.2f} ms {ratio:>5.2f}x {s['pages_per_s']:>7.1f}/s "
@@ -232,7 +268,7 @@ def _table(runs: dict[tuple[str, str], list[Run]], sides: list[str]) -> dict[str
         )
 
     head = "".join(f" {side:>28}" for side in sides)
-    print(f"\n  {'CPU per page (vs live), pages/s, peak RSS':<30}{head}")
+    print(f"\n  {'CPU per page (vs live or defaults), pages/s, peak RSS':<30}{head}")
     for label in table:
         print(f"  {label:<30}" + "".join(f" {cell(label, side)}" for side in sides))
     if len(sides) > 1:

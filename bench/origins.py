@@ -36,19 +36,28 @@ class ManyOrigins(Nginx):
         return conf.replace("$request_uri'", "$request_uri $server_addr'")
 
 
-def _crawl(bench: Bench, server: ManyOrigins, label: str, per_origin: int) -> Run:
+def crawl_origins(
+    bench: Bench,
+    server: ManyOrigins,
+    label: str,
+    per_origin: int,
+    settings: list[str] | None = None,
+    cwd: Path | None = None,
+) -> Run:
+    """One crawl of every origin; ``settings`` (NAME=VALUE) are added to the command,
+    ``cwd`` is the checkout that runs it (this one by default)."""
     work = bench._dir(label)
     origins = [f"http://{host}:{server.port}" for host in server.hosts]
     seeds = work / "seeds.txt"
     seeds.write_text("".join(f"{o}/index.html\n" for o in origins), encoding="utf-8")
     manifests = work / "manifests"
-    extra = [f"TRAVERSE_EGRESS_ALLOW={','.join(origins)}"]
+    extra = [f"TRAVERSE_EGRESS_ALLOW={','.join(origins)}", *(settings or [])]
     if not any(s.startswith("CONCURRENT_REQUESTS=") for s in bench.args.set):
         extra.append(f"CONCURRENT_REQUESTS={len(origins)}")  # --set one to try another
     cmd = bench.traverse_cmd("live", per_origin, work / "store", manifests, DELAY, None, extra)
     cmd[cmd.index(f"url={bench.seed_url}")] = f"seeds={seeds}"
     env = dict(os.environ, SCRAPY_SETTINGS_MODULE="traverse_crawl.settings")
-    run = bench._run(label, cmd, Path(__file__).resolve().parent.parent, env, work)
+    run = bench._run(label, cmd, cwd or Path(__file__).resolve().parent.parent, env, work)
     errors: collections.Counter[str] = collections.Counter()
     for path in manifests.glob("*.json"):
         pages = json.loads(path.read_text(encoding="utf-8"))["pages"]
@@ -118,7 +127,7 @@ def run(bench: Bench) -> dict[str, Any]:
     gaps: list[dict[str, float]] = []
     for i in range(args.warmup + args.runs):
         since = server.log_offset()
-        r = _crawl(bench, server, f"origins-{i}", per_origin)
+        r = crawl_origins(bench, server, f"origins-{i}", per_origin)
         bench.check(r, expected)
         if i >= args.warmup:
             runs.append(r)

@@ -997,6 +997,13 @@ def main(argv: list[str] | None = None) -> int:
         metavar="LABEL:MODE:NAME=VALUE,...",
         help="features: one more row (repeatable), e.g. 'extraction:live:NAME=VALUE'",
     )
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="features: only the rows whose label contains TEXT (repeatable), and their bases",
+    )
     parser.add_argument("--site-dir", type=Path, default=None, help="reuse a generated site here")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
     parser.add_argument(

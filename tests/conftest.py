@@ -16,7 +16,7 @@ from twisted.internet.defer import Deferred
 
 from tests.support.s3server import s3_server  # noqa: F401  (a session fixture, for every layer)
 from tests.support.server import Server, serve
-from traverse_crawl.crawl.spider import TraverseSpider
+from traverse_crawl.spider import TraverseSpider
 
 os.environ.setdefault("SCRAPY_SETTINGS_MODULE", "traverse_crawl.settings")
 

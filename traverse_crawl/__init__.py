@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from traverse_crawl.checks.evaluate import SeedEvaluator
     from traverse_crawl.checks.rules import Checks, load_checks
     from traverse_crawl.crawl.items import PageItem
-    from traverse_crawl.crawl.spider import TraverseSpider
     from traverse_crawl.errors import ErrorKind, FetchError
     from traverse_crawl.extraction.extractor import Extraction, Extractor
     from traverse_crawl.extraction.items import ExtractedItem
@@ -28,6 +27,7 @@ if TYPE_CHECKING:
         SnapshotStore,
         open_snapshot_store,
     )
+    from traverse_crawl.spider import TraverseSpider
 
 # Where each public name is defined.
 _MODULES = {
@@ -35,7 +35,7 @@ _MODULES = {
     "Checks": "traverse_crawl.checks.rules",
     "load_checks": "traverse_crawl.checks.rules",
     "SeedEvaluator": "traverse_crawl.checks.evaluate",
-    "TraverseSpider": "traverse_crawl.crawl.spider",
+    "TraverseSpider": "traverse_crawl.spider",
     "PageItem": "traverse_crawl.crawl.items",
     "FetchError": "traverse_crawl.errors",
     "ErrorKind": "traverse_crawl.errors",

@@ -16,8 +16,11 @@ from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 from scrapy.settings import default_settings as scrapy_defaults
 from scrapy.utils.misc import load_object
 
+from traverse_crawl.checks.setting import CHECKS_SETTING
 from traverse_crawl.config.extras import require_extra
-from traverse_crawl.config.settings import DEFAULTS, POLICIES, TraverseConfig, parse_bool
+from traverse_crawl.config.parsers import parse_bool
+from traverse_crawl.config.policies import POLICIES
+from traverse_crawl.config.settings import DEFAULTS, TraverseConfig
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.operations import exit_status, json_log
 from traverse_crawl.rendering.addon import update_render_settings
@@ -175,7 +178,7 @@ ITEM_PIPELINES: dict[str, int | None] = {
 
 EXTENSIONS: dict[str, int | None] = {
     # First SIGINT/SIGTERM: nothing new starts; second: manifests written, then exit.
-    "traverse_crawl.crawl.stop.TwoSignalStop": 100,
+    "traverse_crawl.runtime.stop.TwoSignalStop": 100,
     "traverse_crawl.crawl.progress_extension.ProgressExtension": 510,
     # TRAVERSE_STATS_FILE: the final stats and each seed's totals, once the engine stopped.
     "traverse_crawl.operations.stats_file.StatsFileExtension": 520,
@@ -209,7 +212,9 @@ METRICS: dict[str, dict[str, int | None]] = {
 
 
 # What TRAVERSE_CHECKS adds: each seed's data-quality checks. Only then, so a crawl
-# without it imports nothing of traverse_crawl/checks/.
+# without it imports nothing of traverse_crawl/checks/ but checks/setting.py (which reads
+# the checks file, and the extraction file through extraction/setting.py, as the config
+# is parsed: imported here so that every crawl with the add-on reads them).
 CHECKS: dict[str, dict[str, int | None]] = {
     "EXTENSIONS": {"traverse_crawl.checks.extension.ChecksExtension": 515},
 }
@@ -254,7 +259,7 @@ class Addon:
         if config.metrics_port:
             require_extra("TRAVERSE_METRICS_PORT", "metrics")
             tables += METRICS.items()
-        if config.checks is not None:
+        if CHECKS_SETTING.of(config) is not None:
             tables += CHECKS.items()
         if config.process_tuning:
             tables.append(("EXTENSIONS", PROCESS_TUNING_EXTENSIONS))

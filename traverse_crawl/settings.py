@@ -6,8 +6,8 @@ its spider and its commands. docs/settings.md lists every setting with its defau
 """
 
 BOT_NAME = "traverse_crawl"
-SPIDER_MODULES = ["traverse_crawl.crawl.spider"]
-NEWSPIDER_MODULE = "traverse_crawl.crawl.spider"
+SPIDER_MODULES = ["traverse_crawl.spider"]
+NEWSPIDER_MODULE = "traverse_crawl.spider"
 COMMANDS_MODULE = "traverse_crawl.commands"
 
 ADDONS = {"traverse_crawl.Addon": 100}

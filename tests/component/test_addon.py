@@ -19,7 +19,7 @@ from scrapy.utils.misc import load_object
 from scrapy.utils.test import get_crawler
 
 from traverse_crawl.config.settings import DEFAULTS
-from traverse_crawl.crawl.spider import TraverseSpider
+from traverse_crawl.spider import TraverseSpider
 
 ADDONS = {"ADDONS": {"traverse_crawl.Addon": 100}}
 # What this project's own settings.py adds to the add-on.
@@ -167,7 +167,7 @@ def test_pipelines_extensions_handler_and_scheduler():
     ours = [name for name in extensions if name.startswith("traverse_crawl.")]
     assert ours == [
         *TUNING_EXTENSIONS,
-        "traverse_crawl.crawl.stop.TwoSignalStop",
+        "traverse_crawl.runtime.stop.TwoSignalStop",
         "traverse_crawl.crawl.progress_extension.ProgressExtension",
         "traverse_crawl.operations.stats_file.StatsFileExtension",
         "traverse_crawl.operations.exit_status.LostResultsExitStatus",
@@ -212,7 +212,7 @@ def test_traverse_warc_dir_adds_the_warc_writer_extension(tmp_path):
     extensions = enabled(settings, "EXTENSIONS")
     warc = "traverse_crawl.warc.extension.WarcWriterExtension"
     progress = "traverse_crawl.crawl.progress_extension.ProgressExtension"
-    assert extensions.index("traverse_crawl.crawl.stop.TwoSignalStop") < extensions.index(warc)
+    assert extensions.index("traverse_crawl.runtime.stop.TwoSignalStop") < extensions.index(warc)
     assert extensions.index(warc) < extensions.index(progress)
 
 
@@ -260,7 +260,7 @@ def test_a_project_that_does_not_opt_in_keeps_scrapys_process(spider):
     )
     extensions = enabled(settings, "EXTENSIONS")
     assert not set(TUNING_EXTENSIONS) & set(extensions)
-    assert "traverse_crawl.crawl.stop.TwoSignalStop" in extensions
+    assert "traverse_crawl.runtime.stop.TwoSignalStop" in extensions
     # The traverse spider sends no cookies, a user's spider Scrapy's.
     assert settings.getbool("COOKIES_ENABLED") is (spider is None)
 
@@ -315,7 +315,7 @@ def test_the_users_components_are_kept_beside_ours():
     assert "traverse_crawl.fetch.tls_middleware.UnverifiedTlsMiddleware" not in middlewares
     extensions = enabled(settings, "EXTENSIONS")
     assert "traverse_crawl.runtime.refill_extension.RefillAtResponse" not in extensions
-    assert "traverse_crawl.crawl.stop.TwoSignalStop" in extensions
+    assert "traverse_crawl.runtime.stop.TwoSignalStop" in extensions
     handlers = settings.getdict("DOWNLOAD_HANDLERS")
     assert handlers == {"https": HTTP11, "http": PLAIN_HANDLER}
 

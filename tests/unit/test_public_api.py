@@ -70,9 +70,9 @@ def test_the_settings_page_lists_the_public_api():
 
 
 def test_the_names_are_the_defining_modules_own():
-    from traverse_crawl.crawl.spider import TraverseSpider
     from traverse_crawl.errors import FetchError
     from traverse_crawl.snapshots.store import FilesystemSnapshotStore
+    from traverse_crawl.spider import TraverseSpider
 
     assert traverse_crawl.TraverseSpider is TraverseSpider
     assert traverse_crawl.FetchError is FetchError

@@ -33,12 +33,13 @@ from scrapy.http import Response
 from traverse_crawl.checks.evaluate import SeedEvaluator
 from traverse_crawl.checks.output import checks_path, document, failure_line, run_seed
 from traverse_crawl.checks.rules import Checks
+from traverse_crawl.checks.setting import CHECKS_SETTING
 from traverse_crawl.config.settings import get_config
 from traverse_crawl.crawl.items import PageItem
 from traverse_crawl.extraction.items import ExtractedItem
 from traverse_crawl.manifests.pipeline import manifest_path
 from traverse_crawl.meta_keys import ROBOTS, SITEMAP
-from traverse_crawl.operations.exit_status import result_pending
+from traverse_crawl.runtime.pending import result_pending
 from traverse_crawl.signals import manifest_written, request_failed
 from traverse_crawl.snapshots.source_ref import parse_source_ref
 from traverse_crawl.snapshots.store import shown_name
@@ -91,10 +92,11 @@ def item_type(item: Any) -> str:
 class ChecksExtension:
     def __init__(self, crawler: Crawler) -> None:
         config = get_config(crawler)
-        if config.checks is None:
+        checks = CHECKS_SETTING.of(config)
+        if checks is None:
             raise NotConfigured
         self.crawler = crawler
-        self.checks: Checks = config.checks
+        self.checks: Checks = checks
         self.config = config
         self.source_field = config.item_source_field
         self.items_dir = config.items_dir if config.extract is not None else None
@@ -114,9 +116,9 @@ class ChecksExtension:
         return cls(crawler)
 
     def spider_opened(self, spider: Any) -> None:
-        from traverse_crawl.crawl.spider import TraverseSpider
-
-        self.traverse = isinstance(spider, TraverseSpider)
+        # A spider with seeds (the traverse spider, or one of its subclasses) has their
+        # manifests, as the manifest pipeline decides; any other spider, its own pages.
+        self.traverse = callable(getattr(spider, "frontier", None))
         if not self.traverse:
             self.own_seed = self.config.source_id or spider.name
             self.crawler.signals.connect(self.response_received, signal=signals.response_received)

@@ -17,6 +17,7 @@ from typing import Any
 
 from scrapy.commands import ScrapyCommand
 
+from traverse_crawl.checks.setting import CHECKS_SETTING
 from traverse_crawl.commands.common import ProjectCommand, write_text
 from traverse_crawl.config.settings import TraverseConfig
 from traverse_crawl.errors import ConfigError
@@ -57,7 +58,7 @@ def _line(text: str) -> str:
 def run_checks(seed_ids: list[str], config: TraverseConfig, settings: Any = None) -> int:
     from traverse_crawl.checks.output import checks_path, failure_line, run_seed
 
-    checks = config.checks
+    checks = CHECKS_SETTING.of(config)
     if checks is None:
         raise ConfigError("TRAVERSE_CHECKS", "not set: name the checks file (TOML or JSON)")
     manifests = load_all([config.manifest_dir], settings)

@@ -24,8 +24,9 @@ from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
 from traverse_crawl.config.extras import require_extra
+from traverse_crawl.config.parsers import parse_choice
 from traverse_crawl.config.scrapy_settings import parse_log_level
-from traverse_crawl.config.settings import LogFormat, TraverseConfig, parse_choice
+from traverse_crawl.config.settings import LogFormat, TraverseConfig
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.operations import json_log
 from traverse_crawl.operations.exit_status import command_checks, crawl_status

@@ -27,6 +27,7 @@ from scrapy.exceptions import UsageError
 from traverse_crawl.commands.common import ProjectCommand, write_text
 from traverse_crawl.config.settings import TraverseConfig
 from traverse_crawl.errors import ConfigError
+from traverse_crawl.extraction.setting import EXTRACT_SETTING
 from traverse_crawl.manifests.read import Loaded, ManifestError, load_all
 from traverse_crawl.snapshots.store import SnapshotStore, open_snapshot_store
 from traverse_crawl.storage.location import Location, open_location
@@ -108,7 +109,8 @@ def _warnings_to_stderr() -> None:
 
 
 def extract(seed_ids: list[str], config: TraverseConfig, settings: Any = None) -> int:
-    if config.extract is None:
+    rules = EXTRACT_SETTING.of(config)
+    if rules is None:
         raise ConfigError("TRAVERSE_EXTRACT", "not set: name the extraction file (TOML or JSON)")
     store = open_snapshot_store(config.store, settings)
     if not store.exists():
@@ -126,7 +128,6 @@ def extract(seed_ids: list[str], config: TraverseConfig, settings: Any = None) -
     from traverse_crawl.extraction.process import ExtractionPool
 
     _warnings_to_stderr()
-    rules = config.extract
     extractor = Extractor(
         rules, config.max_items_per_page, config.extract_timeout, config.max_item_bytes_per_page
     )
@@ -182,7 +183,8 @@ def fixtures(path: str, config: TraverseConfig, settings: Any = None) -> int:
     from traverse_crawl.extraction.extractor import Extractor
     from traverse_crawl.extraction.fixtures import FixtureRunner
 
-    if config.extract is None:
+    rules = EXTRACT_SETTING.of(config)
+    if rules is None:
         raise ConfigError(
             "TRAVERSE_EXTRACT", "not set: --fixtures extracts with the current rules; name them"
         )
@@ -192,7 +194,7 @@ def fixtures(path: str, config: TraverseConfig, settings: Any = None) -> int:
         raise ConfigError("--fixtures", f"cannot read {path}: {exc.strerror or exc}") from None
     _warnings_to_stderr()
     extractor = Extractor(
-        config.extract,
+        rules,
         config.max_items_per_page,
         config.extract_timeout,
         config.max_item_bytes_per_page,
@@ -216,7 +218,8 @@ def fixtures(path: str, config: TraverseConfig, settings: Any = None) -> int:
 def verify(path: str, config: TraverseConfig, settings: Any = None) -> int:
     from traverse_crawl.extraction.verify import Verifier, clip
 
-    if config.extract is None:
+    rules = EXTRACT_SETTING.of(config)
+    if rules is None:
         raise ConfigError(
             "TRAVERSE_EXTRACT",
             "not set: --verify extracts every item again with the rules that made it; "
@@ -228,7 +231,7 @@ def verify(path: str, config: TraverseConfig, settings: Any = None) -> int:
         raise ConfigError("--verify", f"cannot read {path}: {exc.strerror or exc}") from None
     verifier = Verifier(
         open_snapshot_store(config.store, settings),
-        config.extract,
+        rules,
         config.max_items_per_page,
         config.extract_timeout,
         config.max_item_bytes_per_page,

@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from traverse_crawl.config.scrapy_settings import parse_optional_timeout, parse_timeout
+from traverse_crawl.config.table import SettingsLike, own_settings, read_settings, setting
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.utils.redact import redact_url
 
@@ -24,10 +25,6 @@ from traverse_crawl.utils.redact import redact_url
 _CRAWL_ID = re.compile(r"[A-Za-z0-9._@%+=,/-]{1,200}")
 URL_SCHEMES = ("redis", "rediss", "unix")
 MIN_LEASE = 0.5  # seconds: below it, a busy worker could not renew its leases in time
-
-
-class SettingsLike(Protocol):
-    def get(self, name: str, default: Any = None) -> Any: ...
 
 
 def parse_redis_url(name: str, value: Any) -> str:
@@ -67,35 +64,19 @@ def parse_lease(name: str, value: Any) -> float:
     return number
 
 
-class Field(NamedTuple):
-    setting: str
-    default: Any
-    parse: Any
-
-
-FIELDS: dict[str, Field] = {
-    "url": Field("REDIS_URL", "", parse_redis_url),
-    "params": Field("REDIS_PARAMS", {}, parse_redis_params),
-    "crawl_id": Field("TRAVERSE_CRAWL_ID", "traverse", parse_crawl_id),
-    "idle_timeout": Field("TRAVERSE_IDLE_TIMEOUT", 60.0, parse_optional_timeout),
-    "lease_timeout": Field("TRAVERSE_LEASE_TIMEOUT", 60.0, parse_lease),
-    "redis_retry": Field("TRAVERSE_REDIS_RETRY", 30.0, parse_optional_timeout),
-}
-# The project's settings.py sets these; REDIS_URL and REDIS_PARAMS stay unset
-# there, as in scrapy-redis (unset means a single-process crawl).
-DEFAULTS: dict[str, Any] = {
-    f.setting: f.default for f in FIELDS.values() if f.setting.startswith("TRAVERSE_")
-}
-
-
 @dataclass(frozen=True)
 class RedisConfig:
-    url: str
-    crawl_id: str
-    idle_timeout: float
-    lease_timeout: float
-    redis_retry: float
-    params: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    """The distributed crawl's settings: a group of ``TraverseConfig`` (config/table.py)."""
+
+    # scrapy-redis's names; the add-on leaves them unset (unset: a single-process crawl).
+    url: str = setting("REDIS_URL", "", parse_redis_url, addon_default=False)
+    params: dict[str, Any] = setting(
+        "REDIS_PARAMS", {}, parse_redis_params, addon_default=False, compare=False
+    )
+    crawl_id: str = setting("TRAVERSE_CRAWL_ID", "traverse", parse_crawl_id)
+    idle_timeout: float = setting("TRAVERSE_IDLE_TIMEOUT", 60.0, parse_optional_timeout)
+    lease_timeout: float = setting("TRAVERSE_LEASE_TIMEOUT", 60.0, parse_lease)
+    redis_retry: float = setting("TRAVERSE_REDIS_RETRY", 30.0, parse_optional_timeout)
 
     @property
     def enabled(self) -> bool:
@@ -104,11 +85,7 @@ class RedisConfig:
     @classmethod
     def from_settings(cls, settings: SettingsLike) -> RedisConfig:
         """Every field parsed; ``REDIS_URL`` with ``JOBDIR`` is refused (exit 2 naming both)."""
-        values = {}
-        for attr, (name, default, parse) in FIELDS.items():
-            value = settings.get(name)
-            values[attr] = parse(name, default if value is None else value)
-        config = cls(**values)
+        config = cls(**read_settings(SETTINGS, settings))
         if config.enabled and settings.get("JOBDIR"):
             raise ConfigError(
                 "JOBDIR/REDIS_URL",
@@ -121,3 +98,6 @@ class RedisConfig:
                 "TRAVERSE_SITEMAPS", f"{sitemaps!r} is not supported with REDIS_URL yet; use 'off'"
             )
         return config
+
+
+SETTINGS = own_settings(RedisConfig)

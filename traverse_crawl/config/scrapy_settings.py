@@ -12,8 +12,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
+from traverse_crawl.config.table import SettingsLike
 from traverse_crawl.errors import ConfigError
 
 # The longest wait any delay setting may ask for: a day. Longer is a typo (or
@@ -21,10 +22,6 @@ from traverse_crawl.errors import ConfigError
 MAX_SECONDS = 86400.0
 LOG_LEVELS = ("CRITICAL", "ERROR", "WARNING", "INFO", "DEBUG")
 _INTEGER = re.compile(r"\s*\+?\d+\s*")
-
-
-class SettingsLike(Protocol):
-    def get(self, name: str, default: Any = None) -> Any: ...
 
 
 def parse_integer(name: str, value: Any, low: int) -> int:
@@ -96,7 +93,7 @@ def parse_log_level(name: str, value: Any) -> str | int:
 
 # Scrapy settings read by Scrapy's own components during a traverse crawl.
 # (DOWNLOAD_TIMEOUT, DOWNLOAD_MAXSIZE, REDIRECT_MAX_TIMES, RETRY_TIMES and
-# USER_AGENT are read by traverse too and checked with config/settings.py's FIELDS.)
+# USER_AGENT are read by traverse too and checked with config/settings.py's table.)
 CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "CONCURRENT_REQUESTS": parse_count,
     "CONCURRENT_REQUESTS_PER_DOMAIN": parse_count,

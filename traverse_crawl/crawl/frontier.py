@@ -182,6 +182,12 @@ class Frontier:
         """Links are read only from pages below the depth limit, as in Traverse."""
         return depth < self.max_depth
 
+    def reads_links(self, depth: int, keep_all: bool) -> bool:
+        """Whether a page at ``depth`` has its links read: followed, written to
+        TRAVERSE_SKIPPED, or all kept (``keep_all``: a JOBDIR, for a resume with a
+        larger depth)."""
+        return self.may_follow(depth) or keep_all or self.skipped is not None
+
     def hop(self, index: int, final_url: str | None) -> int:
         """The hop count of an admitted page: 0 when its final URL is in scope (given as
         None), else one more than the page that linked to it (crawl/scope.py)."""

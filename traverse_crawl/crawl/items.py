@@ -10,18 +10,17 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from traverse_crawl.crawl.frontier import Outcome
-    from traverse_crawl.snapshots.capture import Write
 
 
 class PageItem(dict[str, Any]):
     seed_key: int
     index: int
-    stored: Write | None  # capture: the write of the page's snapshot, until it is durable
+    # capture: the write of the page's snapshot (``snapshots.capture.Write``, a feature
+    # above the frontier), until it is durable; the snapshot pipeline settles it.
+    stored: Any
     outcome: Outcome | None  # set with JOBDIR: what the journal keeps of the page
 
-    def __init__(
-        self, page: dict[str, Any], seed_key: int, index: int, stored: Write | None = None
-    ) -> None:
+    def __init__(self, page: dict[str, Any], seed_key: int, index: int, stored: Any = None) -> None:
         super().__init__(page)
         self.seed_key = seed_key
         self.index = index

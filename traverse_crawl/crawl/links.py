@@ -8,6 +8,7 @@ as browsers do. The work is bounded: the parse's bounds (``crawl/html.py``), and
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -20,11 +21,22 @@ from traverse_crawl.fetch import urls
 # element (``crawl/html.py``, ``anchors_streamed``), not as one tree: a large page's
 # tree is many times its size. The links are the same either way.
 STREAM_CHARS = 2 << 20
+# Pages at least this long (characters) are parsed for links in a worker thread.
+THREAD_PARSE_CHARS = 256 * 1024
 
 
 def discover_links(body: str, page_url: str, seed_origin: str) -> list[str]:
     """Same-origin, fragment-less hrefs of ``body`` in document order, first wins."""
     return find_links(body, page_url, seed_origin)[0]
+
+
+async def find_links_in_turn(body: str, *args: Any) -> tuple[list[str], list[str]]:
+    """``find_links(body, *args)``, on a running event loop: a large page is parsed in a
+    worker thread (lxml releases the GIL while it parses), so other seeds' requests and
+    a stop signal go on meanwhile; a small one is not worth the hop."""
+    if len(body) < THREAD_PARSE_CHARS:
+        return find_links(body, *args)
+    return await asyncio.to_thread(find_links, body, *args)
 
 
 def find_links(

@@ -18,10 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from traverse_crawl.config.choices import SCOPES as SCOPES  # TRAVERSE_SCOPE's names
 from traverse_crawl.crawl.seen_key import SeenKey, trap_rule
 from traverse_crawl.fetch import urls
-
-SCOPES = ("origin", "host", "domain", "prefix")
 
 
 @dataclass(frozen=True)

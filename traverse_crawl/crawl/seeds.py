@@ -9,7 +9,7 @@ from typing import Any
 from traverse_crawl.crawl.scope import SCOPES
 from traverse_crawl.errors import ConfigError, FetchError
 from traverse_crawl.fetch import urls
-from traverse_crawl.snapshots.model import CONTENT_TYPES
+from traverse_crawl.fetch.content import CONTENT_TYPES
 from traverse_crawl.utils.redact import redact_text
 
 
@@ -70,7 +70,7 @@ def seed_from_dict(data: dict[str, Any]) -> Seed:
 def seed_values(data: dict[str, Any], where: str) -> dict[str, Any]:
     """A JSON seed's own values, checked as their settings are; ``ConfigError`` names the
     setting and the seed."""
-    from traverse_crawl.config import settings as config
+    from traverse_crawl.config import parsers as config
 
     out: dict[str, Any] = {}
     for name, setting in OWN_VALUES.items():

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-SEEN_KEYS = ("verbatim", "sorted-query", "no-tracking")
+from traverse_crawl.config.choices import SEEN_KEYS as SEEN_KEYS  # TRAVERSE_SEEN_KEY's names
+
 # What ``no-tracking`` drops besides the names of TRAVERSE_IGNORE_PARAMS (and every
 # name that starts with ``utm_``).
 TRACKING_PARAMS = ("fbclid", "gclid", "mc_cid", "mc_eid")

@@ -28,7 +28,8 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from traverse_crawl.config.distributed import RedisConfig, SettingsLike
+from traverse_crawl.config.distributed import RedisConfig
+from traverse_crawl.config.table import SettingsLike
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.utils.redact import redact_text, redact_url
 

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
 
-from traverse_crawl.crawl.stop import CrawlStopped
 from traverse_crawl.meta_keys import NOT_BEFORE
 from traverse_crawl.politeness.delay_slot import DelaySlot, EndStamps, RetriesFirst
+from traverse_crawl.runtime.stop import CrawlStopped
 from traverse_crawl.stats import Stats, inc
 
 if TYPE_CHECKING:

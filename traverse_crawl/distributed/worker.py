@@ -27,7 +27,6 @@ from traverse_crawl.crawl import seeds as seedlib
 from traverse_crawl.crawl.frontier import Admission, Frontier, Outcome
 from traverse_crawl.crawl.items import PageItem
 from traverse_crawl.crawl.spool import Spool
-from traverse_crawl.crawl.stop import stopping
 from traverse_crawl.crawl.worker_protocol import WorkerSpider
 from traverse_crawl.distributed.client import (
     DATA_ERRORS,
@@ -56,6 +55,7 @@ from traverse_crawl.manifests.pipeline import (
     write_manifest_once,
     write_skipped,
 )
+from traverse_crawl.runtime.stop import stopping
 from traverse_crawl.signals import manifest_written
 from traverse_crawl.stats import inc, inc_lost
 from traverse_crawl.storage.location import open_location, spool_directory

@@ -41,6 +41,7 @@ from traverse_crawl.extraction.from_store import page_key, seed_chunks
 from traverse_crawl.extraction.items import ExtractedItem, items_path, write_items_file
 from traverse_crawl.extraction.process import OVERDUE, ExtractionProcess, overdue_after
 from traverse_crawl.extraction.process_child import Answer
+from traverse_crawl.extraction.setting import EXTRACT_SETTING
 from traverse_crawl.manifests.read import read_bytes
 from traverse_crawl.signals import manifest_written
 from traverse_crawl.snapshots.model import Snapshot
@@ -60,10 +61,12 @@ class UnreadableManifest(Exception):
 
 class SpiderExtraction:
     def __init__(self, crawler: Crawler, config: TraverseConfig) -> None:
-        assert config.extract is not None
+        rules = EXTRACT_SETTING.of(config)
+        assert rules is not None
         self.crawler = crawler
+        self.rules = rules
         self.extractor = Extractor(
-            config.extract,
+            rules,
             config.max_items_per_page,
             config.extract_timeout,
             config.max_item_bytes_per_page,
@@ -90,7 +93,7 @@ class SpiderExtraction:
         self.process: ExtractionProcess | None = None
         self.retired: list[ExtractionProcess] = []  # killed for a page past the bound
         self.process_lost_logged = False
-        if config.extract_process and config.extract.raw:
+        if config.extract_process and rules.raw:
             # Started with the crawler: its start-up (an interpreter, lxml and the rules,
             # about 0.1 s) runs beside Scrapy's, on the other core.
             self._start_process()
@@ -106,12 +109,11 @@ class SpiderExtraction:
 
     def _start_process(self) -> None:
         config = self.config
-        assert config.extract is not None
         timeout = config.extract_timeout
         # If no process can be had, it ends at once: every page is extracted here.
         self.process = ExtractionProcess(
             asyncio.get_event_loop(),
-            config.extract,
+            self.rules,
             config.max_items_per_page,
             timeout,
             overdue_after=overdue_after(timeout),

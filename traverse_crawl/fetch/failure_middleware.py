@@ -31,10 +31,10 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 
 from traverse_crawl.config.settings import get_config
-from traverse_crawl.crawl.stop import CrawlStopped
 from traverse_crawl.errors import FetchError
 from traverse_crawl.fetch.exceptions import PageFailed, fetch_error_of
 from traverse_crawl.meta_keys import UNHANDLED
+from traverse_crawl.runtime.stop import CrawlStopped
 from traverse_crawl.signals import request_failed
 
 ERROR = "error"  # the attribute of the exception that holds its FetchError

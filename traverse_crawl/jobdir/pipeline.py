@@ -31,7 +31,7 @@ from traverse_crawl.crawl.seeds import Seed, seeds_from_args
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.jobdir import state as jobstate
 from traverse_crawl.jobdir.journal import JOURNAL_NAME, FileJournal, JournalError
-from traverse_crawl.stats import inc, inc_lost
+from traverse_crawl.stats import START_REFUSED, inc, inc_lost
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +59,24 @@ class Job:
         self.journal.sync()
         self.records = []
         return self.journal.release()  # not kept in memory after the replay
+
+    def start(self, stats: Any) -> list[dict[str, Any]] | None:
+        """``begin``; None when the journal cannot be written (the disk filled up since
+        the command's check): the crawl requests nothing, and its exit status is 2."""
+        try:
+            return self.begin(stats)
+        except OSError as exc:
+            logger.error("JOBDIR: cannot write %s (%s); nothing was requested",
+                         self.journal.path, exc.strerror or exc)  # fmt: skip
+            stats.set_value(START_REFUSED, "JOBDIR")
+            return None
+
+    def resume_sitemaps(
+        self, frontiers: dict[int, Frontier], records: list[dict[str, Any]]
+    ) -> set[int]:
+        """Each seed's kept sitemap URLs into its frontier, before its pages are replayed;
+        the seeds that got them (the others read their sitemaps again)."""
+        return jobstate.replay_sitemaps(frontiers, records)
 
     def resume(
         self, frontiers: dict[int, Frontier], records: list[dict[str, Any]]

@@ -98,7 +98,7 @@ class ManifestPipeline:
 
     # Seeds still open when the spider closes (Ctrl-C, CLOSESPIDER_*, an engine error)
     # are written with the stop warning; so are they after a second SIGINT/SIGTERM
-    # (``hard_stop``, called by ``crawl/stop.py``).
+    # (``hard_stop``, called by ``runtime/stop.py``).
     def _maybe_write(self, key: int) -> None:
         frontier = self.finished.get(key)
         resumed = getattr(self.crawler.spider, "resumed", {}).get(key, 0)
@@ -148,7 +148,7 @@ class ManifestPipeline:
 
     def hard_stop(self, reason: str) -> None:
         """As ``write_open_seeds``, and wait here for every upload in flight: the reactor
-        stops right after this (a second SIGINT/SIGTERM, ``crawl/stop.py``)."""
+        stops right after this (a second SIGINT/SIGTERM, ``runtime/stop.py``)."""
         self.write_open_seeds(reason)
         for key, (job, _path, _frontier) in list(self.pending.items()):
             wait([job])

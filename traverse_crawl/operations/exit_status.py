@@ -11,7 +11,6 @@ in docs/monitoring.md ("Exit status").
 from __future__ import annotations
 
 import argparse
-import asyncio
 import inspect
 import logging
 import signal
@@ -27,6 +26,7 @@ from scrapy.utils.log import configure_logging
 from traverse_crawl.config.settings import TraverseConfig
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.operations import json_log
+from traverse_crawl.runtime.pending import outputs_settled, results_settled
 from traverse_crawl.stats import LOST, START_REFUSED
 from traverse_crawl.utils.redact import redact_text
 
@@ -39,49 +39,6 @@ LOST_STATUS = 1
 USAGE = 2  # Scrapy's own status for an invalid command line (scrapy/cmdline.py)
 CHECK_FAILED = 3
 CHECKS_FAILED_STAT = "checks/failed"  # counted by checks/extension.py
-
-# The results written at the end of a crawl that the exit status depends on, as futures
-# on the crawler: a seed's checks (which may start after the last spider_closed
-# handler, once a manifest upload is done), then the stats file (written once those are
-# in). Scrapy awaits every engine_stopped handler but starts them together, so each of
-# these waits for the tier before it instead of relying on the handlers' order.
-_RESULTS = "_traverse_results_pending"
-_OUTPUTS = "_traverse_outputs_pending"
-
-
-def _pending(crawler: Any, name: str) -> set[asyncio.Future[Any]]:
-    pending: set[asyncio.Future[Any]] | None = getattr(crawler, name, None)
-    if pending is None:
-        pending = set()
-        setattr(crawler, name, pending)
-    return pending
-
-
-def result_pending(crawler: Any, future: asyncio.Future[Any]) -> None:
-    """``future`` writes a result (a seed's checks) the outputs and the status wait for."""
-    pending = _pending(crawler, _RESULTS)
-    pending.add(future)
-    future.add_done_callback(pending.discard)
-
-
-def output_pending(crawler: Any, future: asyncio.Future[Any]) -> None:
-    """``future`` writes an output (the stats file) the exit status waits for."""
-    pending = _pending(crawler, _OUTPUTS)
-    pending.add(future)
-    future.add_done_callback(pending.discard)
-
-
-async def _settled(crawler: Any, name: str) -> None:
-    await asyncio.sleep(0)  # the handlers started in this turn have registered theirs
-    pending = _pending(crawler, name)
-    while pending:
-        await asyncio.wait(list(pending))
-        await asyncio.sleep(0)
-
-
-async def results_settled(crawler: Any) -> None:
-    """Until every pending result is written."""
-    await _settled(crawler, _RESULTS)
 
 
 def lost_count(stats: Mapping[str, Any]) -> int:
@@ -125,7 +82,7 @@ def running_process() -> Any:
     """The Scrapy process whose handler takes SIGTERM now (None: no such process)."""
     handler = signal.getsignal(signal.SIGTERM)
     # A bound method of the process (Scrapy's own handler), or traverse's two-signal
-    # stop, which names the process it was installed into (crawl/stop.py).
+    # stop, which names the process it was installed into (runtime/stop.py).
     process = getattr(handler, "__self__", None) or getattr(handler, "process", None)
     return process if hasattr(process, "bootstrap_failed") else None
 
@@ -152,7 +109,7 @@ class LostResultsExitStatus:
 
     async def engine_stopped(self) -> None:
         await results_settled(self.crawler)
-        await _settled(self.crawler, _OUTPUTS)
+        await outputs_settled(self.crawler)
         stats = self.crawler.stats.get_stats() if self.crawler.stats is not None else {}
         lost = lost_count(stats)
         if not lost and checks_failed(stats):

@@ -21,7 +21,8 @@ from traverse_crawl.config.settings import get_config
 from traverse_crawl.crawl.frontier import Frontier
 from traverse_crawl.crawl.spool import manifest_warnings
 from traverse_crawl.extraction.items import items_path
-from traverse_crawl.operations.exit_status import lost_count, output_pending, results_settled
+from traverse_crawl.operations.exit_status import lost_count
+from traverse_crawl.runtime.pending import output_pending, results_settled
 from traverse_crawl.signals import manifest_written, seed_started
 from traverse_crawl.snapshots.store import shown_name
 from traverse_crawl.stats import inc_lost

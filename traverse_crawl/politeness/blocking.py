@@ -17,9 +17,9 @@ from scrapy import Request
 from scrapy.http import Response
 
 from traverse_crawl.config.settings import get_config
-from traverse_crawl.crawl.robots_meta import decoded_head
 from traverse_crawl.errors import FetchError
 from traverse_crawl.fetch import urls
+from traverse_crawl.fetch.content import decode_text, resolve_content_type
 from traverse_crawl.fetch.exceptions import PageFailed
 from traverse_crawl.meta_keys import BLOCKED, HINT, ROBOTS, SEED, WARNINGS
 from traverse_crawl.politeness.backoff import OriginPace
@@ -30,7 +30,7 @@ from traverse_crawl.politeness.block_pages import (
     given_up_message,
     given_up_warning,
 )
-from traverse_crawl.snapshots.model import decode_text, resolve_content_type
+from traverse_crawl.politeness.robots_meta import decoded_head
 from traverse_crawl.stats import inc
 
 _ATTRIBUTE = "_traverse_pushback"

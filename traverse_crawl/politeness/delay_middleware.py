@@ -23,7 +23,6 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 
 from traverse_crawl.config.settings import get_config
-from traverse_crawl.crawl.stop import CrawlStopped, stopping
 from traverse_crawl.fetch import urls
 from traverse_crawl.meta_keys import BACKOFF, NOT_BEFORE, ORIGIN_DELAY, ROBOTS
 from traverse_crawl.politeness.backoff import is_push_back, is_success
@@ -31,6 +30,7 @@ from traverse_crawl.politeness.blocking import pushback
 from traverse_crawl.politeness.delay_slot import DelaySlot
 from traverse_crawl.politeness.retry import parse_retry_after
 from traverse_crawl.politeness.shared import shared_politeness
+from traverse_crawl.runtime.stop import CrawlStopped, stopping
 from traverse_crawl.stats import inc
 
 logger = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ class PolitenessMiddleware:
 
     def process_request(self, request: Request) -> None:
         if stopping(self.crawler) and not request.meta.get(ROBOTS):
-            # SIGINT/SIGTERM: nothing new starts (crawl/stop.py).
+            # SIGINT/SIGTERM: nothing new starts (runtime/stop.py).
             raise CrawlStopped(f"crawl stopped before {request.url} was sent")
         meta = request.meta
         if not meta.get(ROBOTS) and (given_up := self.pushback.given_up(request)) is not None:

@@ -14,6 +14,7 @@ from typing import Literal, NamedTuple, Protocol
 
 from protego import Protego
 
+from traverse_crawl.config.choices import RobotsMatcher, RobotsPolicy
 from traverse_crawl.fetch import urls
 
 # RFC 9309 §2.5: crawlers must parse at least 500 kibibytes; we parse exactly that.
@@ -28,8 +29,8 @@ _TOKEN_SPLIT = re.compile(f"[{_JS_SPACE}/]+")
 _LINE_BREAK = re.compile(r"\r?\n")  # a lone \r is not a line break, as in Traverse
 
 ErrorKind = Literal["network", "timeout"]
-Policy = Literal["fail-open", "rfc9309"]
-Matcher = Literal["traverse", "rfc9309"]
+Policy = RobotsPolicy  # TRAVERSE_ROBOTS_POLICY
+Matcher = RobotsMatcher  # TRAVERSE_ROBOTS_MATCHER
 
 
 def js_trim(text: str) -> str:

@@ -19,7 +19,6 @@ from scrapy.http import Response
 from twisted.python.failure import Failure
 
 from traverse_crawl.config.settings import get_config
-from traverse_crawl.crawl.stop import CrawlStopped
 from traverse_crawl.errors import FetchError
 from traverse_crawl.fetch import urls
 from traverse_crawl.fetch.exceptions import PageFailed, fetch_error_from_failure
@@ -27,6 +26,7 @@ from traverse_crawl.fetch.request import WhatwgRequest
 from traverse_crawl.meta_keys import ORIGIN_DELAY, ROBOTS, SITEMAP, WARNINGS
 from traverse_crawl.politeness import robots
 from traverse_crawl.politeness.shared import shared_politeness
+from traverse_crawl.runtime.stop import CrawlStopped
 from traverse_crawl.stats import inc
 
 logger = logging.getLogger(__name__)

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from traverse_crawl.errors import ErrorKind, FetchError
+from traverse_crawl.fetch.content import decode_text, resolve_content_type
 from traverse_crawl.rendering import shell
-from traverse_crawl.snapshots.model import decode_text, resolve_content_type
 
 Outcome = Literal["not-needed", "rendered", "render-failed-fallback"]
 

@@ -32,6 +32,7 @@ from traverse_crawl.egress import rules as egress
 from traverse_crawl.errors import FetchError
 from traverse_crawl.fetch import urls
 from traverse_crawl.fetch.attempt import CONDITIONAL_HEADERS
+from traverse_crawl.fetch.content import resolve_content_type
 from traverse_crawl.meta_keys import (
     RENDER_DENIED,
     RENDER_FAILED,
@@ -41,7 +42,6 @@ from traverse_crawl.meta_keys import (
 )
 from traverse_crawl.rendering.navigation import Navigator
 from traverse_crawl.rendering.settle import PageState, settle_page
-from traverse_crawl.snapshots.model import resolve_content_type
 from traverse_crawl.stats import Stats, inc
 from traverse_crawl.warc.records import navigation_record
 

@@ -105,6 +105,14 @@ class SitemapReader:
             meta=meta,
         )
 
+    def step(self, key: int, frontier: Frontier) -> Request | None:
+        """The seed's next sitemap file; once there is none, None, and the URLs the walk
+        found (with its warnings) are given to the seed's frontier."""
+        request = self.next_request(key)
+        if request is None:
+            frontier.add_sitemap_urls(*self.result(key))
+        return request
+
     def result(self, key: int) -> tuple[list[str], list[str]]:
         walk = self.walks[key]
         return walk.urls, walk.warnings

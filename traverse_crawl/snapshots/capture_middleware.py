@@ -21,11 +21,11 @@ from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.http import Headers, Response
 
-from traverse_crawl.config.settings import get_config
+from traverse_crawl.config.settings import TraverseConfig, get_config
 from traverse_crawl.crawl.items import PageItem
-from traverse_crawl.crawl.robots_meta import RobotsMeta, bot_token, robots_meta
 from traverse_crawl.errors import FetchError
 from traverse_crawl.fetch.attempt import ATTEMPT_KEYS
+from traverse_crawl.fetch.content import resolve_content_type
 from traverse_crawl.meta_keys import (
     HINT,
     PAGE_ID,
@@ -39,6 +39,7 @@ from traverse_crawl.meta_keys import (
     SNAPSHOT_WRITE,
     SOURCE_REF,
 )
+from traverse_crawl.politeness.robots_meta import RobotsMeta, bot_token, robots_meta
 from traverse_crawl.signals import page_captured
 from traverse_crawl.snapshots import model as snap
 from traverse_crawl.snapshots.capture import Capture, capture_of, request_page_id
@@ -183,14 +184,33 @@ class CaptureMiddleware:
                 snapshot["xRobotsTag"] = tags  # kept for replay, which has no headers
         ref: str | None = None
         if snapshot is not None:
-            work = meta.get(REPLAY_WORK)  # replay's reader has built the sourceRef already
-            ref = meta[SOURCE_REF] = build_source_ref(snapshot) if work is None else work.source_ref
+            ref = meta[SOURCE_REF] = source_ref_of(snapshot, meta)
             if self.capture is not None:
                 meta[SNAPSHOT_WRITE] = self.capture.submit(snapshot, ref)
         if SEED not in meta:  # the WARC record of a page that is not a frontier page
             self.crawler.signals.send_catch_log(
                 page_captured, response=response, snapshot=snapshot, source_ref=ref
             )
+
+
+def source_ref_of(snapshot: snap.Snapshot, meta: dict[str, Any]) -> str:
+    """The snapshot's sourceRef (replay's reader has built it already)."""
+    work = meta.get(REPLAY_WORK)
+    return build_source_ref(snapshot) if work is None else str(work.source_ref)
+
+
+def page_verdict(
+    response: Response, snapshot: snap.Snapshot, config: TraverseConfig
+) -> RobotsMeta | None:
+    """With TRAVERSE_ROBOTS_META=obey, a page's verdict: the capture middleware's, in the
+    response's meta; else (a project that removed that middleware) judged now, and kept
+    there. None with the default ``ignore``."""
+    meta = response.meta
+    verdict: RobotsMeta | None = meta.get(ROBOTS_META)
+    if verdict is None and config.robots_meta == "obey":
+        token = bot_token(config.user_agent)
+        verdict = meta[ROBOTS_META] = page_robots_meta(response, snapshot, token)
+    return verdict
 
 
 def page_robots_meta(response: Response, snapshot: snap.Snapshot, token: str) -> RobotsMeta:
@@ -233,7 +253,7 @@ def snapshot_of(response: Response) -> snap.Snapshot | FetchError:
         source_id=meta[PAGE_ID],
         url=response.url,
         status=status,
-        content_type="html" if rendered else snap.resolve_content_type(header, meta.get(HINT)),
+        content_type="html" if rendered else resolve_content_type(header, meta.get(HINT)),
         raw_body=response.body,
         content_type_header=header,
         redirects=meta.get(REDIRECTS),

@@ -1,4 +1,5 @@
-"""The snapshot model: content type, text decoding, hashing.
+"""The snapshot model: key order, hashing, the manifest's view (content types and text
+decoding: ``fetch/content.py``).
 
 A snapshot is a plain ``dict`` (typed as ``Snapshot``) in Traverse's JSON key order,
 so that it is written to the store and the manifest without any translation.
@@ -9,12 +10,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from datetime import datetime, timezone
-from typing import Any, Literal, TypedDict
+from typing import Any, TypedDict
 
-from w3lib.encoding import html_to_unicode
+from traverse_crawl.fetch.content import ContentType, decode_text
 
-ContentType = Literal["html", "text", "pdf", "png", "jpeg"]
-CONTENT_TYPES: frozenset[str] = frozenset({"html", "text", "pdf", "png", "jpeg"})
 BINARY_TYPES: frozenset[str] = frozenset({"pdf", "png", "jpeg"})
 
 
@@ -23,7 +22,7 @@ class _SnapshotFields(TypedDict):
     url: str  # the final URL, after redirects
     fetchedAt: str  # ISO 8601 UTC with milliseconds, as JavaScript's toISOString()
     status: int
-    contentType: str  # one of CONTENT_TYPES when this crawler wrote it
+    contentType: str  # one of fetch.content.CONTENT_TYPES when this crawler wrote it
     body: str  # the decoded text; "" for pdf, png and jpeg
     bodyHash: str  # SHA-256 hex of the raw bytes (binary) or of the text as UTF-8
 
@@ -46,7 +45,8 @@ class Snapshot(_SnapshotFields, total=False):
     xRobotsTag: list[str]
 
 
-# A Content-Type that resolves back to each stored kind (``resolve_content_type``): replay's
+# A Content-Type that resolves back to each stored kind (``resolve_content_type``,
+# ``fetch/content.py``): replay's
 # responses and exported WARC records carry it.
 MEDIA_TYPES: dict[str, str] = {
     "html": "text/html; charset=utf-8",
@@ -71,31 +71,6 @@ _MANIFEST_FIELDS = (
     "notModified",
     "rendered",
 )
-
-
-def resolve_content_type(header: str | None, hint: str | None = None) -> ContentType:
-    """Traverse's rules: a hint wins; else substrings of the lowercased header, in order."""
-    if hint:
-        return hint  # type: ignore[return-value]
-    value = (header or "").lower()
-    if "html" in value:
-        return "html"
-    if "pdf" in value:
-        return "pdf"
-    if "image/png" in value:
-        return "png"
-    if "image/jpeg" in value or "image/jpg" in value:
-        return "jpeg"
-    return "text"
-
-
-def decode_text(body: bytes, content_type_header: str | None) -> str:
-    """w3lib's order: BOM, then the header's charset, then ``<meta>``, then UTF-8.
-
-    Invalid bytes become U+FFFD. (Traverse always decodes as UTF-8.)
-    """
-    _, text = html_to_unicode(content_type_header, body, default_encoding="utf-8")
-    return text
 
 
 def sha256_hex(data: bytes) -> str:

@@ -27,7 +27,7 @@ from scrapy.http import Response
 from twisted.internet.defer import Deferred
 
 from traverse_crawl.config.settings import get_config
-from traverse_crawl.crawl.robots_meta import bot_token, decoded_head, robots_meta
+from traverse_crawl.fetch.content import resolve_content_type
 from traverse_crawl.meta_keys import (
     HINT,
     PAGE_ID,
@@ -38,9 +38,10 @@ from traverse_crawl.meta_keys import (
     WARC_NAVIGATION,
 )
 from traverse_crawl.politeness.blocking import pushback
+from traverse_crawl.politeness.robots_meta import bot_token, decoded_head, robots_meta
 from traverse_crawl.signals import page_captured
 from traverse_crawl.snapshots.capture_middleware import header_values
-from traverse_crawl.snapshots.model import Snapshot, resolve_content_type
+from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.stats import LOST, inc
 from traverse_crawl.storage.bucket import BucketLocation
 from traverse_crawl.storage.location import open_location

@@ -22,6 +22,7 @@ from typing import BinaryIO
 from warcio.recordloader import ArcWarcRecord
 
 from traverse_crawl.fetch import urls
+from traverse_crawl.fetch.content import resolve_content_type
 from traverse_crawl.snapshots import model as snap
 from traverse_crawl.snapshots.model import Snapshot
 from traverse_crawl.utils.javascript import encode_uri_component
@@ -58,7 +59,7 @@ class ImportReport:
 def media_kind(content_type: str | None) -> str | None:
     """The store kind of a media type, or None when the store has no kind for it."""
     value = (content_type or "").split(";", 1)[0].strip().lower()
-    kind = snap.resolve_content_type(value)
+    kind = resolve_content_type(value)
     if kind != "text":
         return kind
     return "text" if value.startswith("text/") else None

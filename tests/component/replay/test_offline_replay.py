@@ -18,12 +18,12 @@ from twisted.internet.defer import Deferred
 
 from tests.conftest import base_settings
 from tests.support.server import Reply, Server
-from traverse_crawl.crawl.spider import TraverseSpider
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.fetch.urls import page_id
 from traverse_crawl.snapshots.model import build_snapshot
 from traverse_crawl.snapshots.source_ref import parse_source_ref
 from traverse_crawl.snapshots.store import FilesystemSnapshotStore, source_dir_name
+from traverse_crawl.spider import TraverseSpider
 
 # A PNG signature and a PDF header followed by every byte value: any text
 # decoding or newline translation on the way would change them.

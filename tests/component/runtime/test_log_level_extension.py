@@ -52,7 +52,7 @@ def test_a_handler_that_takes_everything_keeps_every_record():
     logger of its own) means every record is wanted: the root stays as it is."""
     with scrapy_like_root() as root_logger:
         catch_all = logging.StreamHandler(io.StringIO())
-        logging.getLogger("traverse_crawl.crawl.spider").addHandler(catch_all)
+        logging.getLogger("traverse_crawl.spider").addHandler(catch_all)
         try:
             assert lowest_handled_level() == logging.NOTSET
             extension = UnhandledRecordsSkipped()
@@ -61,7 +61,7 @@ def test_a_handler_that_takes_everything_keeps_every_record():
             extension.closed()
             assert root_logger.level == logging.NOTSET
         finally:
-            logging.getLogger("traverse_crawl.crawl.spider").removeHandler(catch_all)
+            logging.getLogger("traverse_crawl.spider").removeHandler(catch_all)
 
 
 def test_a_libraries_null_handler_does_not_count():

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from traverse_crawl.checks.rules import checks_from_bytes
+from traverse_crawl.checks.setting import CHECKS_SETTING
 from traverse_crawl.config.settings import TraverseConfig
 from traverse_crawl.errors import ConfigError
 
@@ -106,7 +107,7 @@ def test_types_and_fields_are_those_of_the_extraction_file(tmp_path, text, named
     assert str(caught.value).startswith(f"TRAVERSE_CHECKS: {named}")
     # Without an extraction file the same checks are read as they are.
     del settings["TRAVERSE_EXTRACT"]
-    assert TraverseConfig.from_settings(settings).checks is not None
+    assert CHECKS_SETTING.of(TraverseConfig.from_settings(settings)) is not None
 
 
 def test_a_good_file_against_its_extraction_file(tmp_path) -> None:
@@ -116,7 +117,8 @@ def test_a_good_file_against_its_extraction_file(tmp_path) -> None:
         {"TRAVERSE_EXTRACT": str(tmp_path / "extract.toml"),
          "TRAVERSE_CHECKS": str(tmp_path / "checks.toml")}
     )  # fmt: skip
-    assert config.checks is not None and config.checks.types[0].name == "product"
+    checks = CHECKS_SETTING.of(config)
+    assert checks is not None and checks.types[0].name == "product"
 
 
 def test_an_unreadable_file(tmp_path) -> None:

@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from traverse_crawl.config.settings import parse_origins
+from traverse_crawl.config.parsers import parse_origins
 from traverse_crawl.egress import rules as egress
 from traverse_crawl.errors import ConfigError, FetchError
 

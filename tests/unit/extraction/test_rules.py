@@ -9,6 +9,7 @@ import pytest
 from traverse_crawl.config.settings import TraverseConfig
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.extraction.rules import load_rules, rules_from_bytes
+from traverse_crawl.extraction.setting import EXTRACT_SETTING
 
 TOML = b"""
 [[types]]
@@ -121,8 +122,11 @@ def test_the_setting_is_read_and_checked_with_the_others(tmp_path):
     good = tmp_path / "extract.toml"
     good.write_bytes(TOML)
     config = TraverseConfig.from_settings({"TRAVERSE_EXTRACT": str(good)})
-    assert config.extract is not None and config.extract.types[0].name == "card"
+    rules = EXTRACT_SETTING.of(config)
+    assert rules is not None and rules.types[0].name == "card"
+    assert config.extract == str(good)
     assert TraverseConfig.from_settings({}).extract is None
+    assert EXTRACT_SETTING.of(TraverseConfig.from_settings({})) is None
     with pytest.raises(ConfigError, match=r"TRAVERSE_EXTRACT: cannot read"):
         TraverseConfig.from_settings({"TRAVERSE_EXTRACT": str(tmp_path / "none.toml")})
     with pytest.raises(ConfigError, match="TRAVERSE_MAX_ITEMS_PER_PAGE"):

@@ -6,6 +6,7 @@ import hashlib
 
 import pytest
 
+from traverse_crawl.fetch import content
 from traverse_crawl.snapshots import model as snap
 
 
@@ -26,7 +27,7 @@ from traverse_crawl.snapshots import model as snap
     ],
 )
 def test_content_type_resolution(header, hint, expected):
-    assert snap.resolve_content_type(header, hint) == expected
+    assert content.resolve_content_type(header, hint) == expected
 
 
 @pytest.mark.parametrize(
@@ -45,7 +46,7 @@ def test_content_type_resolution(header, hint, expected):
     ],
 )
 def test_decoding_order(body, header, text):
-    assert snap.decode_text(body, header) == text
+    assert content.decode_text(body, header) == text
 
 
 def test_text_snapshot_hash_and_key_order():

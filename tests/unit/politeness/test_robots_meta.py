@@ -8,7 +8,7 @@ import zlib
 import brotli
 import pytest
 
-from traverse_crawl.crawl.robots_meta import (
+from traverse_crawl.politeness.robots_meta import (
     HEAD_BYTES,
     NOTHING,
     RobotsMeta,

@@ -19,6 +19,8 @@ from typing import Any
 
 from lxml import etree
 
+from traverse_crawl.errors import FetchError
+
 HEAD_BYTES = 256 * 1024  # bytes of the (decoded) body read for the head's meta tags
 _CHUNK = 4 * 1024
 # Where a head usually ends, found with bytes.find (memchr-fast); a cut in the wrong place
@@ -46,6 +48,11 @@ class RobotsMeta:
         assert self.noarchive is not None
         directive, where = self.noarchive
         return f"{directive} in {where} of {url}: the page is not archived"
+
+    def noarchive_error(self, url: str, status: int) -> FetchError:
+        """The page's outcome: recorded with no snapshot (nothing stored, no sourceRef,
+        no items); its links are read as any page's."""
+        return FetchError("noarchive", self.noarchive_message(url), status)
 
 
 NOTHING = RobotsMeta()

@@ -9,7 +9,6 @@ commits outcomes in admission order and admits what they discovered. With
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Sequence
@@ -26,44 +25,40 @@ from traverse_crawl.crawl import seeds as seedlib
 from traverse_crawl.crawl import spider_settings
 from traverse_crawl.crawl.frontier import Admission, Frontier, Outcome, seed_frontier
 from traverse_crawl.crawl.items import PageItem
-from traverse_crawl.crawl.links import Judge, find_links
-from traverse_crawl.crawl.outcomes import fetch_record
-from traverse_crawl.crawl.robots_meta import RobotsMeta, bot_token, nofollow_lines
+from traverse_crawl.crawl.links import Judge, find_links_in_turn
 from traverse_crawl.crawl.spool import Spool
-from traverse_crawl.crawl.stop import CrawlStopped
 from traverse_crawl.errors import FetchError
 from traverse_crawl.fetch.exceptions import fetch_error_from_failure
 from traverse_crawl.fetch.request import WhatwgRequest
 from traverse_crawl.jobdir.pipeline import Job, resolve_seeds
-from traverse_crawl.jobdir.state import replay_sitemaps
+from traverse_crawl.manifests.outcomes import fetch_record
 from traverse_crawl.meta_keys import (
     HINT,
     INDEX,
     PAGE_ID,
     REPLAY_WORK,
-    ROBOTS_META,
     SEED,
     SNAPSHOT,
     SNAPSHOT_WRITE,
     SOURCE_REF,
     WARNINGS,
 )
+from traverse_crawl.politeness.robots_meta import nofollow_lines
 from traverse_crawl.replay.reader_child import PageWork
+from traverse_crawl.replay.reuse import reusable_links
+from traverse_crawl.runtime.stop import CrawlStopped
 from traverse_crawl.signals import seed_finished, seed_started
 from traverse_crawl.sitemaps.requests import SitemapReader
 from traverse_crawl.snapshots import model as snap
 from traverse_crawl.snapshots.capture import Write
-from traverse_crawl.snapshots.capture_middleware import page_robots_meta, snapshot_of
+from traverse_crawl.snapshots.capture_middleware import page_verdict, snapshot_of, source_ref_of
 from traverse_crawl.snapshots.model import Snapshot
-from traverse_crawl.snapshots.source_ref import build_source_ref
 from traverse_crawl.snapshots.store import store_exists
-from traverse_crawl.stats import START_REFUSED, inc
+from traverse_crawl.stats import inc
 from traverse_crawl.storage.location import spool_directory
 
 logger = logging.getLogger(__name__)
 
-# Pages at least this long (characters) are parsed for links in a worker thread.
-_THREAD_PARSE_CHARS = 256 * 1024
 # A crawl's memory does not grow with its pages: committed pages go to the crawl's
 # spool (``crawl/spool.py``), and at most REQUEST_WINDOW requests a seed are out,
 # the others wait in its frontier.
@@ -133,13 +128,8 @@ class TraverseSpider(Spider):
             async for out in self.remote.start(given):
                 yield out
             return
-        try:
-            records = self.job.begin(self.crawler.stats) if self.job is not None else []
-        except OSError as exc:  # the disk filled up since the command's check
-            assert self.job is not None
-            logger.error("JOBDIR: cannot write %s (%s); nothing was requested",
-                         self.job.journal.path, exc.strerror or exc)  # fmt: skip
-            self.crawler.stats.set_value(START_REFUSED, "JOBDIR")
+        records = self.job.start(self.crawler.stats) if self.job is not None else []
+        if records is None:  # the JOBDIR cannot be written: nothing is requested
             return
         for key, seed in enumerate(self.seeds):
             c, spool = self.config, self.spool
@@ -153,7 +143,7 @@ class TraverseSpider(Spider):
                 self._check_finished(key)
                 continue
             frontier.admit()
-        kept = replay_sitemaps(self.frontiers, records)
+        kept = self.job.resume_sitemaps(self.frontiers, records) if self.job is not None else set()
         sitemap_requests = {  # before the pages are replayed: this holds the BFS after the seed
             key: request
             for key, frontier in self.frontiers.items()
@@ -301,18 +291,12 @@ class TraverseSpider(Spider):
         work: PageWork | None = meta.get(REPLAY_WORK)
         # TRAVERSE_SKIPPED: the page's other links too, and those of pages at the depth limit.
         skipped: list[list[Any]] | None = None if frontier.skipped is None else []
-        # TRAVERSE_ROBOTS_META=obey: the capture middleware's verdict (crawl/robots_meta.py).
-        verdict: RobotsMeta | None = meta.get(ROBOTS_META)
-        if verdict is None and self.config.robots_meta == "obey":
-            verdict = meta[ROBOTS_META] = page_robots_meta(
-                response, snapshot, bot_token(self.config.user_agent)
-            )
+        # TRAVERSE_ROBOTS_META=obey: the capture's verdict (politeness/robots_meta.py).
+        verdict = page_verdict(response, snapshot, self.config)
         nofollow = verdict is not None and verdict.nofollow is not None
         # With a JOBDIR every page's links are kept, for a resume with a larger depth
         # (a link-bound warning only where the links are followed).
-        if snapshot["contentType"] == "html" and (
-            follow or self.job is not None or skipped is not None
-        ):
+        if snapshot["contentType"] == "html" and frontier.reads_links(depth, self.job is not None):
             # Out of the seed's scope: the page's links are followed only as extra hops allow.
             offhost = frontier.off_scope(snapshot["url"])
             hop = frontier.hop(index, offhost)
@@ -322,14 +306,8 @@ class TraverseSpider(Spider):
                 if skipped is not None:
                     found = await self._links(snapshot, frontier.seed_origin, {}, skipped)
                     skipped = nofollow_lines(found, skipped)
-            elif (
-                work is not None
-                and work.links is not None
-                and work.origin == frontier.seed_origin
-                and skipped is None
-                and frontier.policy is None
-            ):
-                links = self._found(work.links, work.warnings, meta if follow else {})
+            elif (reused := reusable_links(work, frontier, skipped)) is not None:
+                links = self._found(reused.links or [], reused.warnings, meta if follow else {})
             else:
                 links = await self._links(
                     snapshot, frontier.seed_origin, meta if follow else {}, skipped,
@@ -337,9 +315,7 @@ class TraverseSpider(Spider):
                 )  # fmt: skip
         if verdict is not None and verdict.noarchive is not None:
             # Not captured (no snapshot stored, no sourceRef, no items); its links as any page's.
-            error = FetchError(
-                "noarchive", verdict.noarchive_message(response.url), response.status
-            )
+            error = verdict.noarchive_error(response.url, response.status)
             outcome = Outcome(
                 fetch_record(meta, error), links=links, offhost_final_url=offhost,
                 skipped=skipped or None,
@@ -349,7 +325,7 @@ class TraverseSpider(Spider):
         # (a project that removed it) they are built here.
         source_ref = meta.get(SOURCE_REF)
         if source_ref is None:
-            source_ref = build_source_ref(snapshot) if work is None else work.source_ref
+            source_ref = source_ref_of(snapshot, meta)
         if self.extraction is not None and snapshot["contentType"] == "html":
             # From the snapshot as stored, before the page is recorded: its warnings
             # (a bound hit) are the page's (docs/extraction.md).
@@ -377,16 +353,10 @@ class TraverseSpider(Spider):
         skipped: list[list[Any]] | None = None,
         judge: Judge | None = None,
     ) -> list[str]:
-        """Link discovery, bounded (``crawl/html.py``). A large page is parsed in a worker
-        thread (lxml releases the GIL while it parses), so other seeds' requests
-        and a stop signal go on meanwhile; a small one is not worth the hop. ``judge``:
-        the seed's crawl policy (``crawl/scope.py``), else the same-origin rule."""
-        c = self.config
-        args = (snapshot["body"], snapshot["url"], origin, c.max_links_per_page, skipped, judge)
-        if len(snapshot["body"]) < _THREAD_PARSE_CHARS:
-            links, warnings = find_links(*args)
-        else:
-            links, warnings = await asyncio.to_thread(find_links, *args)
+        """Link discovery, bounded (``crawl/links.py``; a large page off the event loop).
+        ``judge``: the seed's crawl policy (``crawl/scope.py``), else the same-origin rule."""
+        body, url, bound = snapshot["body"], snapshot["url"], self.config.max_links_per_page
+        links, warnings = await find_links_in_turn(body, url, origin, bound, skipped, judge)
         return self._found(links, warnings, meta)
 
     def _found(self, links: list[str], warnings: list[str], meta: dict[str, Any]) -> list[str]:
@@ -423,11 +393,10 @@ class TraverseSpider(Spider):
 
     def _sitemap_step(self, key: int) -> Iterator[Any]:
         """The seed's next sitemap file; once there is none, its URLs to the frontier."""
-        request = self.sitemaps.next_request(key)
+        request = self.sitemaps.step(key, self.frontiers[key])
         if request is not None:
             yield request
             return
-        self.frontiers[key].add_sitemap_urls(*self.sitemaps.result(key))
         if self.job is not None:
             self.job.keep_sitemaps(key, self.frontiers[key])
         yield from self._next_requests(key)
@@ -489,7 +458,7 @@ class TraverseSpider(Spider):
         frontier = self.frontiers.get(key) if key is not None else None
         if frontier is None or not isinstance(depth, int):
             return True
-        return frontier.may_follow(depth) or self.job is not None or frontier.skipped is not None
+        return frontier.reads_links(depth, self.job is not None)
 
     def page_request(self, seed_key: int, admission: Admission) -> WhatwgRequest:
         return self._request(seed_key, admission)
