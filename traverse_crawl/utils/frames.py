@@ -40,11 +40,13 @@ class Frames:
 
     def __init__(self, fd: int = -1) -> None:
         self.fd = fd
+        self.poller: select.poll | None = None  # the child's, made once: ``ready``
+        self.scratch: memoryview | None = None  # the child's, made once: ``read``
         self.buffer = bytearray()
         self.start = 0  # where the first frame not yet taken begins
         self.eof = False
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes | memoryview) -> None:
         if self.start:
             del self.buffer[: self.start]
             self.start = 0
@@ -52,12 +54,23 @@ class Frames:
 
     def read(self) -> bool:
         """Read what the pipe has (BlockingIOError if non-blocking and empty); False at EOF."""
-        chunk = os.read(self.fd, CHUNK)
-        if not chunk:
+        if self.scratch is None:
+            # Read into one buffer made once: a fresh CHUNK for each read (``os.read``)
+            # cost the child more than the rest of a small frame's handling.
+            self.scratch = memoryview(bytearray(CHUNK))
+        size = os.readv(self.fd, [self.scratch])
+        if not size:
             self.eof = True
             return False
-        self.feed(chunk)
+        self.feed(self.scratch[:size])
         return True
+
+    def ready(self, timeout: float) -> bool:
+        """Whether the pipe has bytes (or EOF) within ``timeout`` seconds."""
+        if self.poller is None:
+            self.poller = select.poll()
+            self.poller.register(self.fd, select.POLLIN)
+        return bool(self.poller.poll(max(0, int(timeout * 1000))))
 
     def take(self, limit: int) -> list[Any]:
         """Up to ``limit`` whole frames."""
@@ -87,20 +100,14 @@ def next_batch(frames: Frames, limit: int) -> list[Any]:
     batch = frames.take(limit)
     while not batch and frames.read():
         batch = frames.take(limit)
-    poller = select.poll()
-    poller.register(frames.fd, select.POLLIN)
-    while len(batch) < limit and not frames.eof and poller.poll(0) and frames.read():
+    while len(batch) < limit and not frames.eof and frames.ready(0) and frames.read():
         batch += frames.take(limit - len(batch))
     return batch
 
 
 def more_within(frames: Frames, timeout: float) -> bool:
     """Whether more comes (a frame's bytes, or EOF) within ``timeout`` seconds."""
-    if len(frames.buffer) > frames.start or frames.eof:
-        return True
-    poller = select.poll()
-    poller.register(frames.fd, select.POLLIN)
-    return bool(poller.poll(max(0, int(timeout * 1000))))
+    return len(frames.buffer) > frames.start or frames.eof or frames.ready(timeout)
 
 
 def send(fd: int, obj: Any) -> bool:
