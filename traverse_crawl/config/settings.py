@@ -100,7 +100,7 @@ class TraverseConfig:
         "TRAVERSE_ROBOTS_MATCHER", "traverse", choice(get_args(RobotsMatcher))
     )
     robots_crawl_delay_max: float = setting("TRAVERSE_ROBOTS_CRAWL_DELAY_MAX", 10.0, parse_delay)
-    # obey: a page's meta robots and X-Robots-Tag nofollow/noarchive (crawl/robots_meta.py)
+    # obey: a page's meta robots and X-Robots-Tag nofollow/noarchive (politeness/robots_meta.py)
     robots_meta: RobotsMetaMode = setting(
         "TRAVERSE_ROBOTS_META", "ignore", choice(get_args(RobotsMetaMode))
     )
@@ -150,7 +150,7 @@ class TraverseConfig:
     # The crawl process tuned for the traverse spider's workload (addon.py, PROCESS_TUNING):
     # the project's own settings.py opts in; another project's spiders keep Scrapy's.
     process_tuning: bool = setting("TRAVERSE_PROCESS_TUNING", False, parse_bool)
-    # Replay reads pages ahead in a process of its own (replay/reader_process.py);
+    # Replay reads pages ahead in a process of its own (replay/reader_child.py);
     # False: in the crawl.
     replay_reader: bool = setting("TRAVERSE_REPLAY_READER", True, parse_bool)
     # The id of the snapshots of requests that are not frontier pages; "": the spider's name.
@@ -190,7 +190,7 @@ class TraverseConfig:
         "TRAVERSE_MAX_ITEM_BYTES_PER_PAGE", 16 * 1024**2, parse_positive
     )
     extract_timeout: float = setting("TRAVERSE_EXTRACT_TIMEOUT", 10.0, parse_timeout)
-    # A crawl extracts in a process of its own (extraction/process_main.py); False: in
+    # A crawl extracts in a process of its own (extraction/process_child.py); False: in
     # a thread of the crawl.
     extract_process: bool = setting("TRAVERSE_EXTRACT_PROCESS", True, parse_bool)
     # Data-quality checks of each seed (docs/checks.md): the checks file's path, None for
