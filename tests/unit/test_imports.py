@@ -95,10 +95,6 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = tuple(
     )
 )
 
-# Module-level edges against the layers that other work removes (the test below fails
-# on an entry the code no longer has). None now.
-PENDING: frozenset[tuple[str, str]] = frozenset()
-
 
 def module_names() -> dict[str, Path]:
     names = {}
@@ -212,10 +208,9 @@ def unit(module: str) -> str:
 def layer_violations(
     edges: Mapping[str, set[str]],
     layers: tuple[tuple[str, frozenset[str]], ...],
-    pending: frozenset[tuple[str, str]] = frozenset(),
 ) -> list[str]:
-    """Every module-level import from a lower layer to a higher one (``pending`` aside),
-    every unit in no layer, and every cycle between units."""
+    """Every module-level import from a lower layer to a higher one, every unit in no
+    layer, and every cycle between units."""
     rank = {u: i for i, (_name, units) in enumerate(layers) for u in units}
     found: list[str] = []
     units: dict[str, set[str]] = {}
@@ -227,7 +222,7 @@ def layer_violations(
             continue
         for dep in sorted(deps):
             b = unit(dep)
-            if a == b or (module, dep) in pending:
+            if a == b:
                 continue
             units[a].add(b)
             if b in rank and rank[b] > rank[a]:
@@ -243,25 +238,22 @@ _TOY = (("low", frozenset({"a"})), ("mid", frozenset({"b", "c"})), ("top", froze
 
 
 @pytest.mark.parametrize(
-    ("edges", "pending", "expected"),
+    ("edges", "expected"),
     [
-        ({"p.b.x": {"p.a.y"}, "p.d.z": {"p.b.x", "p.c.w"}, "p.a.y": set()}, set(), []),
+        ({"p.b.x": {"p.a.y"}, "p.d.z": {"p.b.x", "p.c.w"}, "p.a.y": set()}, []),
         (
             {"p.a.y": {"p.d.z"}, "p.d.z": set()},
-            set(),
             ["p.a.y -> p.d.z: a (low) imports d, a higher layer (top)"],
         ),
-        ({"p.a.y": {"p.d.z"}, "p.d.z": set()}, {("p.a.y", "p.d.z")}, []),
         (
             {"p.b.x": {"p.c.w"}, "p.c.w": {"p.b.v"}, "p.b.v": set()},
-            set(),
             ["a cycle between packages: b c"],
         ),
-        ({"p.e.x": set()}, set(), ["p.e.x: e is in no layer"]),
+        ({"p.e.x": set()}, ["p.e.x: e is in no layer"]),
     ],
 )
-def test_the_layer_checker(edges, pending, expected):
-    assert layer_violations(edges, _TOY, frozenset(pending)) == expected
+def test_the_layer_checker(edges, expected):
+    assert layer_violations(edges, _TOY) == expected
 
 
 def test_every_unit_in_one_layer():
@@ -273,12 +265,7 @@ def test_every_unit_in_one_layer():
 
 def test_the_package_is_in_layers():
     """No package-level cycle; no import from a lower layer to a higher one."""
-    assert layer_violations(graph(), LAYERS, PENDING) == []
-
-
-def test_every_pending_edge_is_still_there():
-    edges = graph()
-    assert sorted(e for e in PENDING if e[1] not in edges.get(e[0], set())) == []
+    assert layer_violations(graph(), LAYERS) == []
 
 
 def _stack(dep: str) -> bool:
