@@ -183,11 +183,18 @@ def test_redis_lost_stops_workers_and_keeps_the_state(sites, expected, redis_ser
         assert "REDIS_URL: lost Redis at" in err
     before = hits(sites)
     assert before < ORIGINS * MAX_PAGES
+    shown = scrapy("crawlstatus", "--json", "-s", f"REDIS_URL={url}")
+    assert shown.returncode == 0, shown.stderr
+    kept = sum(seed["recorded"] for seed in json.loads(shown.stdout)["seeds"])
+    assert kept > 0, "pages were recorded before Redis was lost"
     procs = [start(command(tmp_path, sites, url, seeds=False)) for _ in range(2)]
     for status, err in finish(procs):
         assert status == 0, err[-3000:]
     assert manifests(tmp_path) == expected
-    assert hits(sites) < before + ORIGINS * MAX_PAGES - 50, "the kept state was used"
+    # The kept state was used: no recorded page is fetched again. Pages fetched but not
+    # recorded when Redis went are fetched again; a lease that lapses on a loaded
+    # machine may cost a page or two more.
+    assert hits(sites) - before <= ORIGINS * MAX_PAGES - kept + 3, (kept, before, hits(sites))
 
 
 def test_graceful_stop_of_all_workers_then_restart(sites, expected, redis_server, tmp_path):  # noqa: F811

@@ -29,11 +29,11 @@ SCRAPY_STACK = ("scrapy", "twisted", "playwright", "scrapy_playwright")
 ADAPTERS = frozenset({PACKAGE}) | frozenset(
     f"{PACKAGE}.{name}"
     for name in """
-    addon settings spider commands checks.extension commands.checks
+    addon settings spider page_outcomes commands checks.extension commands.checks
     commands.common commands.crawl commands.crawlstatus commands.diff commands.report
     commands.settings commands.snapshot commands.snapshots commands.warc commands.extract
     extraction.spider_extraction
-    crawl.progress_extension crawl.scheduler crawl.spider_settings
+    crawl.frontiers crawl.progress_extension crawl.scheduler crawl.spider_settings
     distributed.ledger_slot distributed.pipeline distributed.shared_politeness
     distributed.worker
     egress.dns_lookup egress.middleware egress.resolver
@@ -88,7 +88,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = tuple(
         # metrics, the stats file.
         ("operations", "operations"),
         # The traverse spider: the composition of the features.
-        ("the spider", "spider"),
+        ("the spider", "page_outcomes spider"),
         # What a project or a user runs: the add-on, the commands, this project's
         # settings, the demo, the public API.
         ("entry points", f"addon commands settings demo {PACKAGE}"),

@@ -35,6 +35,7 @@ from traverse_crawl.checks.output import checks_path, document, failure_line, ru
 from traverse_crawl.checks.rules import Checks
 from traverse_crawl.checks.setting import CHECKS_SETTING
 from traverse_crawl.config.settings import get_config
+from traverse_crawl.crawl.frontiers import Frontiers
 from traverse_crawl.crawl.items import PageItem
 from traverse_crawl.extraction.items import ExtractedItem
 from traverse_crawl.manifests.pipeline import manifest_path
@@ -118,7 +119,7 @@ class ChecksExtension:
     def spider_opened(self, spider: Any) -> None:
         # A spider with seeds (the traverse spider, or one of its subclasses) has their
         # manifests, as the manifest pipeline decides; any other spider, its own pages.
-        self.traverse = callable(getattr(spider, "frontier", None))
+        self.traverse = Frontiers.of(spider) is not None
         if not self.traverse:
             self.own_seed = self.config.source_id or spider.name
             self.crawler.signals.connect(self.response_received, signal=signals.response_received)

@@ -25,9 +25,9 @@ from scrapy.crawler import Crawler
 from traverse_crawl.config.settings import TraverseConfig
 from traverse_crawl.crawl import seeds as seedlib
 from traverse_crawl.crawl.frontier import Admission, Frontier, Outcome
+from traverse_crawl.crawl.frontiers import Frontiers
 from traverse_crawl.crawl.items import PageItem
 from traverse_crawl.crawl.spool import Spool
-from traverse_crawl.crawl.worker_protocol import WorkerSpider
 from traverse_crawl.distributed.client import (
     DATA_ERRORS,
     Keys,
@@ -69,10 +69,18 @@ POLL_ACTIVE = 0.05
 
 
 class Worker:
-    """This process's part of the crawl: drives the spider through ``WorkerSpider`` only."""
+    """This process's part of the crawl: its pages become requests, and their outcomes
+    items, through the spider's ``Frontiers``, as in one process."""
 
-    def __init__(self, spider: WorkerSpider, crawler: Crawler, config: TraverseConfig) -> None:
-        self.spider = spider
+    def __init__(
+        self,
+        frontiers: Frontiers,
+        crawler: Crawler,
+        config: TraverseConfig,
+        store_found: Callable[[], bool],
+    ) -> None:
+        self.frontiers = frontiers
+        self.store_found = store_found  # whether replay has a store to read (asked once)
         self.seeds: list[seedlib.Seed] = []  # the crawl's, from Redis, by key
         self.crawler = crawler
         self.config = config
@@ -179,12 +187,12 @@ class Worker:
                 else FetchError("invalid-config", "mode 'replay' requires a store")
             )
             outcome = Outcome({"error": error.to_dict()})
-            return list(self.spider.finish_page(task.seed, 0, outcome))
+            return list(self.frontiers.finish_page(task.seed, 0, outcome))
         return [self._request(frontier, task)]
 
     def _sendable(self, frontier: Frontier) -> bool:
         valid = frontier.seed_is_valid
-        return valid and (self.config.mode != "replay" or self.spider.store_exists())
+        return valid and (self.config.mode != "replay" or self.store_found())
 
     def _request(self, frontier: Frontier, task: Task) -> Any:
         assert task.index is not None
@@ -197,14 +205,14 @@ class Worker:
             frontier.discovered_from[task.url] = task.parent
         page_id = urls.page_id(frontier.seed_id, task.url)
         admission = Admission(task.index, task.url, task.depth, page_id)
-        return self.spider.page_request(task.seed, admission)
+        return self.frontiers.page_request(task.seed, admission)
 
     def _schedule(self, task: Task) -> bool:
         """A page taken with a commit to the scheduler now, not round through ``start()``."""
         engine = self.crawler.engine
         if task.index is None or task.seed >= len(self.seeds):  # a seed not joined yet
             return False
-        frontier = self.spider.frontier(task.seed)
+        frontier = self.frontiers.frontier(task.seed)
         if not self._sendable(frontier):
             return False
         if engine is None or engine.spider is None or stopping(self.crawler):
@@ -221,7 +229,7 @@ class Worker:
             # Another task may have added some of them meanwhile (a manifest's writer).
             new = found[len(self.seeds) - known :]
             self.seeds.extend(new)
-            self.spider.add_seeds(new)
+            self.frontiers.add_seeds(new)
         if key >= len(self.seeds):
             # A task of a seed the crawl does not list: its state left Redis (a restart
             # with the seed list gone, and a task written back since), or someone
@@ -231,7 +239,7 @@ class Worker:
                 f"REDIS_URL: a task of crawl {self.keys.crawl_id!r} names seed {key}, but "
                 f"the crawl lists {len(self.seeds)} seed(s) at {redact_url(self.redis.url)}"
             )
-        return self.spider.frontier(key)
+        return self.frontiers.frontier(key)
 
     # -- results -------------------------------------------------------------
 
@@ -241,7 +249,7 @@ class Worker:
         outcome, item.outcome = item.outcome, None
         if task is None or outcome is None or self.failed:
             return  # its lease was lost: another worker fetches it again
-        frontier = self.spider.frontier(item.seed_key)
+        frontier = self.frontiers.frontier(item.seed_key)
         warning = frontier.store_warnings.pop(item.index, None)
         record = page_record(item.seed_key, item.index, (task.url, task.depth), outcome, warning)
         links = (

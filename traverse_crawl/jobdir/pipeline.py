@@ -49,6 +49,9 @@ class Job:
     append: list[dict[str, Any]] = field(default_factory=list)
     stats: Any = None
     failed: bool = False  # a write failed: nothing more is kept (the exit status says so)
+    # seed key -> the pages this run took from the journal (its manifest waits for
+    # their items and these: ``manifests/pipeline.py``)
+    resumed: dict[int, int] = field(default_factory=dict)
 
     def begin(self, stats: Any) -> list[dict[str, Any]]:
         """Open the journal, write what this run changes; the records to replay, once."""
@@ -83,6 +86,7 @@ class Job:
     ) -> dict[int, int]:
         """Replay the kept pages into the frontiers; how many each seed took."""
         taken = jobstate.replay(frontiers, records)
+        self.resumed = taken
         if self.stats is not None:
             self.stats.set_value("jobdir/resumed_pages", sum(taken.values()))
         logger.info("JOBDIR %s: resumed with %d page(s) already fetched", self.directory,
@@ -270,8 +274,8 @@ class JournalPipeline:
         job = self.job
         if job is None or not isinstance(item, PageItem) or item.outcome is None:
             return item
-        spider: Any = self.crawler.spider
-        store_warning = spider.frontier(item.seed_key).store_warnings.get(item.index)
+        spider: Any = self.crawler.spider  # the traverse spider: it has the JOBDIR's job
+        store_warning = spider.frontiers.by_key[item.seed_key].store_warnings.get(item.index)
         job.keep(
             jobstate.page_record(item.seed_key, item.index, (item["url"], item["depth"]),
                                  item.outcome, store_warning)

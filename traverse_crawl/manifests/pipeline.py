@@ -25,6 +25,7 @@ from twisted.internet.defer import Deferred
 
 from traverse_crawl.config.settings import get_config
 from traverse_crawl.crawl.frontier import Frontier
+from traverse_crawl.crawl.frontiers import Frontiers
 from traverse_crawl.crawl.items import PageItem
 from traverse_crawl.errors import ConfigError
 from traverse_crawl.jobdir.pipeline import jobdir_path
@@ -45,7 +46,7 @@ class ManifestPipeline:
     def __init__(self, crawler: Crawler) -> None:
         if get_config(crawler).redis.url:
             raise NotConfigured  # distributed: written once per seed by distributed/worker.py
-        if not callable(getattr(crawler.spider, "frontier", None)):
+        if Frontiers.of(crawler.spider) is None:
             raise NotConfigured  # a spider without seeds (any other spider) has no manifest
         self.crawler = crawler
         self.directory = get_config(crawler).manifest_dir
@@ -101,7 +102,8 @@ class ManifestPipeline:
     # (``hard_stop``, called by ``runtime/stop.py``).
     def _maybe_write(self, key: int) -> None:
         frontier = self.finished.get(key)
-        resumed = getattr(self.crawler.spider, "resumed", {}).get(key, 0)
+        job = getattr(self.crawler.spider, "job", None)  # a JOBDIR's pages taken, not fetched
+        resumed = job.resumed.get(key, 0) if job is not None else 0
         if frontier is not None and self.processed.get(key, 0) + resumed >= len(frontier.pages):
             self.write(key, frontier)
 

@@ -22,6 +22,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse, Response, TextResponse
 
 from traverse_crawl.config.settings import get_config
+from traverse_crawl.crawl.frontiers import Frontiers
 from traverse_crawl.errors import FetchError
 from traverse_crawl.fetch.exceptions import PageFailed
 from traverse_crawl.meta_keys import (
@@ -123,10 +124,10 @@ class ReplayMiddleware:
                 self.ahead += 1
 
     def _links_wanted(self, meta: dict[str, Any]) -> bool:
-        """Whether the spider reads this page's links (``TraverseSpider.reads_links``); a
-        spider without that method reads no ``PageWork.links``."""
-        reads_links = getattr(self.crawler.spider, "reads_links", None)
-        return bool(reads_links(meta)) if callable(reads_links) else False
+        """Whether the spider reads this page's links (the ``traverse`` spider's
+        ``Frontiers.reads_links``); any other spider reads no ``PageWork.links``."""
+        frontiers = Frontiers.of(self.crawler.spider)
+        return frontiers is not None and frontiers.reads_links(meta)
 
     def _ready(self, read: Read) -> None:
         """The answer a request waits for has come (or will not: the page is read here)."""

@@ -19,6 +19,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
 from traverse_crawl.config.settings import get_config
+from traverse_crawl.crawl.frontiers import Frontiers
 from traverse_crawl.crawl.items import PageItem
 from traverse_crawl.snapshots.capture import capture_of
 
@@ -85,6 +86,6 @@ class SnapshotStorePipeline:
             )  # fmt: skip
 
     def _failed(self, item: PageItem, reason: str) -> None:
-        frontier = getattr(self.crawler.spider, "frontier", None)
-        if frontier is not None:
-            frontier(item.seed_key).note_store_failure(item.index, reason)
+        frontiers = Frontiers.of(self.crawler.spider)
+        if frontiers is not None:
+            frontiers.frontier(item.seed_key).note_store_failure(item.index, reason)
