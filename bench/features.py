@@ -173,6 +173,8 @@ def run(bench: Bench) -> dict[str, Any]:
     if args.only:
         chosen = {r.label for r in rows if any(text in r.label for text in args.only)}
         chosen |= {r.base for r in rows if r.label in chosen}  # a ratio needs its base row
+        if any(r.mode == "replay" for r in rows if r.label in chosen):
+            chosen.add("capture")  # replay reads the store the capture row writes
         rows = [r for r in rows if r.label in chosen]
     sides: dict[str, Path | None] = {"this": None}
     if args.baseline is not None:
