@@ -103,7 +103,8 @@ class TraverseSpider(Spider):
 
     async def start(self) -> AsyncIterator[Any]:
         if self.remote is not None:  # pages come from Redis (traverse_crawl/distributed/)
-            given, self.seeds[:] = list(self.seeds), []  # to Redis; the crawl's come back
+            # To Redis; the crawl's seeds come back into this list as the worker learns them.
+            given, self.seeds[:] = list(self.seeds), []
             async for out in self.remote.start(given):
                 yield out
             return

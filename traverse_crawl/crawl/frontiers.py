@@ -10,7 +10,7 @@ item, by the same code, so a page's manifest entry is the same in both.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from scrapy.crawler import Crawler
@@ -168,11 +168,6 @@ class Frontiers:
             self.crawler.signals.send_catch_log(seed_finished, frontier=frontier, seed_key=key)
 
     # -- the worker of a distributed crawl (distributed/worker.py) ------------
-
-    def add_seeds(self, seeds: Sequence[Seed]) -> None:
-        """More of the crawl's seeds, after those known, in key order: a distributed
-        crawl's seeds are the ones in Redis, learned as their pages are taken."""
-        self.seeds.extend(seeds)
 
     def frontier(self, key: int) -> Frontier:
         """Seed ``key``'s frontier, made on the first call when the worker joins the seed:

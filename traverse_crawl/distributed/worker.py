@@ -81,7 +81,6 @@ class Worker:
     ) -> None:
         self.frontiers = frontiers
         self.store_found = store_found  # whether replay has a store to read (asked once)
-        self.seeds: list[seedlib.Seed] = []  # the crawl's, from Redis, by key
         self.crawler = crawler
         self.config = config
         self.redis = config.redis
@@ -103,6 +102,12 @@ class Worker:
         self.dry = False  # the last commit found the queue empty: wait for the next poll
         self.closing: asyncio.Future[None] | None = None
         self.identity = ""  # the crawl's identity token in Redis, once joined
+
+    @property
+    def seeds(self) -> list[seedlib.Seed]:
+        """The crawl's seeds, from Redis, by key, as they are learned: the spider's list
+        (``Frontiers.seeds``), which its ``start()`` empties before this worker starts."""
+        return self.frontiers.seeds
 
     async def check_identity(self) -> None:
         """``CrawlVanished`` (a ``RedisLost``) when the crawl's state left Redis."""
@@ -229,7 +234,6 @@ class Worker:
             # Another task may have added some of them meanwhile (a manifest's writer).
             new = found[len(self.seeds) - known :]
             self.seeds.extend(new)
-            self.frontiers.add_seeds(new)
         if key >= len(self.seeds):
             # A task of a seed the crawl does not list: its state left Redis (a restart
             # with the seed list gone, and a task written back since), or someone
